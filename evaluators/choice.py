@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from maslab.answers import extract_answer, normalize_answer
+from maslab.context import Context
 from maslab.evaluation import Evaluator, Score, gold_of, register_evaluator
 from maslab.task import Task
 
@@ -11,7 +12,7 @@ from maslab.task import Task
 class ChoiceEvaluator(Evaluator):
     """Multiple choice: the chosen letter (or an option's full text) against the gold letter."""
 
-    async def score(self, task: Task, answer: str) -> Score:
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         gold = normalize_answer(gold_of(task), "choice")
         extracted = extract_answer(answer, "choice", choices=task.choices)
         if extracted is None:

@@ -13,6 +13,7 @@ the prompt's imports (``from typing import List`` is often left out).
 from __future__ import annotations
 
 from maslab.answers import extract_answer
+from maslab.context import Context
 from maslab.evaluation import Evaluator, Score, register_evaluator
 from maslab.sandbox import Limits, SandboxResult, arun_python
 from maslab.task import Task
@@ -28,7 +29,7 @@ class CodeExecution(Evaluator):
         super().__init__()
         self.limits = limits or Limits()
 
-    async def score(self, task: Task, answer: str) -> Score:
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         code = extract_answer(answer, "code")
         if code is None:
             return Score.unparsable("no code found")

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from benchmarks.collab_maze import Maze, Walk, maze_of
+from maslab.context import Context
 from maslab.evaluation import Evaluator, Judge, Score, register_evaluator
 from maslab.llm import ChatModel, ModelPool
 from maslab.task import Task
@@ -138,9 +139,11 @@ class CollabMazeEvaluator(Evaluator):
         super().__init__()
         self.judge = Judge(judge, models) if judge is not None else None
 
-    async def score(self, task: Task, answer: str) -> Score:
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         maze = maze_of(task)
-        moves = parse_route(answer) if self.judge is None else await self._extract(maze, answer)
+        moves = (
+            parse_route(answer) if self.judge is None else await self._extract(maze, answer, ctx)
+        )
         if moves is None:
             return Score.unparsable("no route found")
         result = outcome(maze, moves)
@@ -151,13 +154,13 @@ class CollabMazeEvaluator(Evaluator):
             explanation=_explain(result, moves),
         )
 
-    async def _extract(self, maze: Maze, answer: str) -> list[str] | None:
+    async def _extract(self, maze: Maze, answer: str, ctx: Context | None) -> list[str] | None:
         """Two judge calls: quote the committed route, then rewrite it as single moves."""
         judge = self.judge
         assert judge is not None
         quoted = (
             await judge.ask(
-                _EXTRACT_SYSTEM, _EXTRACT_USER.format(response=answer, no_route=NO_ROUTE)
+                _EXTRACT_SYSTEM, _EXTRACT_USER.format(response=answer, no_route=NO_ROUTE), ctx
             )
         ).strip()
         if not quoted or NO_ROUTE in quoted.upper():
@@ -166,6 +169,7 @@ class CollabMazeEvaluator(Evaluator):
         rewritten = await judge.ask(
             _REWRITE_SYSTEM,
             _REWRITE_USER.format(size=maze.size, row=row + 1, column=column + 1, route=quoted),
+            ctx,
         )
         return parse_route(rewritten)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from maslab.answers import extract_answer, normalize_answer
+from maslab.context import Context
 from maslab.evaluation import Evaluator, Score, gold_of, register_evaluator
 from maslab.task import Task
 
@@ -11,7 +12,7 @@ from maslab.task import Task
 class ExactEvaluator(Evaluator):
     """Normalised text match: case, spacing and surrounding punctuation are ignored."""
 
-    async def score(self, task: Task, answer: str) -> Score:
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         gold = gold_of(task)
         extracted = extract_answer(answer, "text")
         if extracted is None:

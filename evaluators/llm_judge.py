@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from maslab.context import Context
 from maslab.evaluation import Evaluator, Judge, Score, gold_of, register_evaluator
 from maslab.llm import ChatModel, ModelPool
 from maslab.task import Task
@@ -74,19 +75,22 @@ class LLMJudgeEvaluator(Evaluator):
         super().__init__()
         self.judge = Judge(judge, models)
 
-    async def score(self, task: Task, answer: str) -> Score:
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         gold = gold_of(task)
         question = task.model_copy(update={"instruction": ""}).prompt()  # text and options
         extracted = (
             await self.judge.ask(
                 _EXTRACT_SYSTEM,
                 _EXTRACT_USER.format(question=question, response=answer, no_answer=NO_ANSWER),
+                ctx,
             )
         ).strip()
         if not extracted or _NO_ANSWER_REPLY.match(extracted):
             return Score.unparsable("the judge found no final answer")
         reply = await self.judge.ask(
-            _COMPARE_SYSTEM, _COMPARE_USER.format(question=question, gold=gold, candidate=extracted)
+            _COMPARE_SYSTEM,
+            _COMPARE_USER.format(question=question, gold=gold, candidate=extracted),
+            ctx,
         )
         verdict = parse_verdict(reply)
         if verdict is None:

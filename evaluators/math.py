@@ -19,6 +19,7 @@ from multiprocessing.process import BaseProcess
 
 from evaluators.numeric import numbers_equal
 from maslab.answers import extract_answer
+from maslab.context import Context
 from maslab.errors import ConfigError
 from maslab.evaluation import Evaluator, Score, gold_of, register_evaluator
 from maslab.task import Task
@@ -135,7 +136,7 @@ class MathEvaluator(Evaluator):
         self.timeout_s = timeout_s
         self._worker = _Worker()
 
-    async def score(self, task: Task, answer: str) -> Score:
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         gold = gold_of(task)
         try:
             verdict, parsed = await self._worker.check(gold, answer, self.timeout_s)

@@ -10,6 +10,7 @@ import re
 from fractions import Fraction
 
 from maslab.answers import extract_answer, normalize_answer
+from maslab.context import Context
 from maslab.errors import ConfigError
 from maslab.evaluation import Evaluator, Score, gold_of, register_evaluator
 from maslab.task import Task
@@ -49,7 +50,7 @@ class NumericEvaluator(Evaluator):
             raise ConfigError(f"numeric evaluator: rel_tol must be >= 0, got {rel_tol}")
         self.rel_tol = rel_tol
 
-    async def score(self, task: Task, answer: str) -> Score:
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         gold = gold_of(task)
         if parse_number(gold) is None:
             raise ConfigError(f"task {task.id}: gold {gold!r} is not a number")

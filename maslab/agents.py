@@ -50,6 +50,7 @@ class Agent:
 
         With ``remember`` the prompt and answer join the history (the agent's memory);
         without, the call leaves no trace in it (the transcript still records the message).
+        Other keywords go to :meth:`Context.chat` (sampling parameters, ``stream``).
         """
         messages = (
             [*self.history, {"role": "user", "content": prompt}]

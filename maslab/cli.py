@@ -103,16 +103,16 @@ def execute(config: Any, *, quiet: bool = False) -> list[Any]:
     from maslab.runner import Runner
 
     runner = Runner(config)
-    todo = runner.open()
+    runner.open()
     total = len(runner.tasks) * config.repeats
     label = f"{config.method} · {config.benchmark} · {config.model}"
     if quiet:
         records = asyncio.run(runner.run())
     else:
-        with RunProgress(label, total, completed=total - len(todo)) as progress:
+        with RunProgress(label, total, done=runner.store.results()) as progress:
             runner.listener = progress.update
             records = asyncio.run(runner.run())
-    _print_summary(label, records, config.out)
+    _print_summary(label, records, runner.store)
     return records
 
 
@@ -123,22 +123,30 @@ def _write_report(out: str | Path) -> None:
     console.print(f"  report:  {path}")
 
 
-def _print_summary(label: str, records: Sequence[Any], out: str | Path) -> None:
+def _print_summary(label: str, records: Sequence[Any], store: Any) -> None:
     from maslab.stats import summarize
 
-    s = summarize(records)
+    s = summarize(records, superseded=store.superseded())
     lo, hi = s.ci
     console.print(
-        f"[bold]{label}[/]: accuracy {s.accuracy:.1%} [{lo:.1%}, {hi:.1%}] on {s.n} samples "
-        f"({s.correct} correct, {s.unparsed} unparsed, {s.errors} errors, "
-        f"{s.budget_stopped} stopped by budget)"
+        f"[bold]{label}[/]: accuracy {s.accuracy:.1%} [{lo:.1%}, {hi:.1%}] over {s.tasks} tasks "
+        f"× {s.repeats} repeats ({s.correct} of {s.n} samples correct, {s.unparsed} unparsed, "
+        f"{s.errors} errors, {s.budget_stopped} stopped by budget)"
     )
+    if repeats := s.describe_repeats():
+        console.print(f"  repeats: {repeats}")
     console.print(
-        f"  per sample: {s.mean_tokens:,.0f} tokens, {s.mean_calls:.1f} calls, "
-        f"{s.mean_latency_s:.2f} s of model time · total {s.total_tokens:,} tokens spent, "
-        f"{s.mean_cached_tokens * s.n:,.0f} replayed from cache"
+        f"  per sample: {s.mean_tokens:,.0f} tokens used ({s.mean_spent_tokens:,.0f} newly spent, "
+        f"{s.mean_cached_tokens:,.0f} replayed from cache), {s.mean_calls:.1f} calls, "
+        f"{s.mean_latency_s:.2f} s of model time"
+        + (f"; scoring {s.mean_scoring_tokens:,.0f} tokens" if s.mean_scoring_tokens else "")
     )
-    console.print(f"  results: {out}")
+    estimated = f" ({s.estimated_calls} calls estimated)" if s.estimated_calls else ""
+    console.print(
+        f"  served: {s.total_served_tokens:,} tokens in all{estimated}, scoring and superseded "
+        "attempts included"
+    )
+    console.print(f"  results: {store.dir}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -202,19 +210,40 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from maslab.results import RunStore
-    from maslab.stats import paired_comparison
+    from maslab.stats import paired_comparison, summarize
 
     a, b = RunStore(args.run_a), RunStore(args.run_b)
-    p = paired_comparison(a.results(), b.results())
+    ma, mb = a.manifest(), b.manifest()
+    differ = [k for k in _SAME_DATA if getattr(ma, k) != getattr(mb, k)]
+    if differ and not args.pair_by_id:
+        raise MaslabError(
+            f"{a.dir} and {b.dir} ran on different data ({', '.join(differ)} differ), so a task "
+            "id need not name the same question in both; pass --pair-by-id to pair them anyway"
+        )
+    records_a, records_b = a.results(), b.results()
+    p = paired_comparison(records_a, records_b)
     lo, hi = p.ci
+    if differ:
+        console.print(f"[yellow]paired by task id although {', '.join(differ)} differ[/]")
     console.print(
-        f"{p.n} paired samples: A {p.accuracy_a:.1%}, B {p.accuracy_b:.1%}, "
-        f"B − A = {p.difference:+.1%} [{lo:+.1%}, {hi:+.1%}]; "
-        f"A right/B wrong {p.a_only_correct}, A wrong/B right {p.b_only_correct}; "
-        f"McNemar p = {p.p_value:.4g}"
-        + (f" ({p.only_a} samples only in A, {p.only_b} only in B)" if p.only_a or p.only_b else "")
+        f"{p.n} paired tasks ({p.repeats_a} and {p.repeats_b} repeats): A {p.accuracy_a:.1%}, "
+        f"B {p.accuracy_b:.1%}, B − A = {p.difference:+.1%} [{lo:+.1%}, {hi:+.1%}]; "
+        f"A better on {p.a_only_correct} tasks, B better on {p.b_only_correct}; "
+        f"{'McNemar' if p.test == 'mcnemar' else 'paired permutation test'} p = {p.p_value:.4g}"
+        + (f" ({p.only_a} tasks only in A, {p.only_b} only in B)" if p.only_a or p.only_b else "")
     )
+    spreads = [s.repeat_spread for s in (summarize(records_a), summarize(records_b))]
+    widest = max((high - low for low, high, _ in filter(None, spreads)), default=None)
+    if widest is not None and abs(p.difference) <= widest:
+        console.print(
+            f"the difference lies inside the run-to-run noise: single-repeat pass@1 varies by up "
+            f"to {widest:.1%} between repeats of one run"
+        )
     return 0
+
+
+# what must match for two runs' task ids to name the same questions
+_SAME_DATA = ("benchmark", "split", "dataset_hash", "benchmark_options")
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
@@ -324,7 +353,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--shuffle", action="store_true", help="shuffle tasks with --seed before --limit"
     )
-    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument(
+        "--repeats", "--epochs", type=int, default=1, help="independent attempts per task"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--concurrency", type=int, default=32, help="model calls in flight")
     p.add_argument(
@@ -378,6 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="paired comparison of two runs on the same tasks")
     p.add_argument("run_a", type=Path)
     p.add_argument("run_b", type=Path)
+    p.add_argument(
+        "--pair-by-id", action="store_true", help="pair by task id even when the data differ"
+    )
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("agreement", help="score one run with two evaluators and compare them")

@@ -16,15 +16,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from maslab.errors import BudgetExceeded, LLMError
-from maslab.llm.ledger import CallRecord, UsageLedger, UsageTotals
+from maslab.errors import BudgetExceeded, SampleEnded
+from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
 from maslab.llm.registry import ModelPool
 from maslab.llm.types import ChatMessage, ChatModel, ChatRequest, Completion, make_request
 from maslab.messages import Message, Transcript
+from maslab.task import Solution
 
 if TYPE_CHECKING:
     from maslab.agents import Agent
     from maslab.topology import Topology
+
+
+SETTLE_GRACE_S = 10.0
+_RESUME_STEPS = 16  # event-loop turns: enough for a few levels of nested gathers
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,12 @@ def derive_seed(*parts: object) -> int:
 
 
 class Context:
-    """Everything one sample (task x repeat) of a run needs."""
+    """Everything one sample (task x repeat) of a run needs.
+
+    Every call draws from the random stream (run seed, task, repeat, agent); identical requests
+    within a stream are numbered. Both go into the cache key and the local model's seed, so
+    repeats and new seeds draw afresh and a re-run replays each draw exactly.
+    """
 
     def __init__(
         self,
@@ -62,6 +72,7 @@ class Context:
         self.model = self.resolve(model)
         self.sample_id = sample_id
         self.repeat = repeat
+        self.seed = seed
         self.budget = budget or Budget()
         self.sampling = dict(sampling or {})
         self.gate = gate
@@ -69,8 +80,13 @@ class Context:
         self.ledger = UsageLedger()
         self.transcript = Transcript()
         self.topology: Topology | None = None
-        self._draws: Counter[str] = Counter()
-        self._tokens_used = 0
+        self.proposal: Solution | None = None
+        self.budget_stop: BudgetExceeded | None = None
+        self._ended = False
+        self._draws: Counter[tuple[str, str]] = Counter()
+        self._inflight: set[asyncio.Future[Completion]] = set()
+        self._callers: set[asyncio.Task[Any]] = set()
+        self._calls = self._tokens_used = 0  # the method's, for its budget
         self._started = time.monotonic()
 
     def resolve(self, model: ChatModel | str | None) -> ChatModel:
@@ -89,26 +105,39 @@ class Context:
         """Add a message that no model wrote (a vote, a tool result, an environment event)."""
         return self.transcript.add(Message(sender=sender, content=content, **fields))
 
+    def propose(self, answer: str, **metadata: Any) -> None:
+        """Record the method's best answer so far: a budget stop scores the latest one."""
+        self.proposal = Solution(answer=answer, metadata=metadata)
+
     @property
     def usage(self) -> UsageTotals:
+        """The method's calls (scoring calls are in ``ledger.totals(purpose="scoring")``)."""
         return self.ledger.totals()
 
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self._started
 
-    def _check_budget(self) -> float | None:
-        """Raise if the budget is spent; return the seconds left (None: no deadline)."""
+    def _stop(self, exc: BudgetExceeded) -> BudgetExceeded:
+        """Remember the first budget stop (a method may catch it; the run still counts it)."""
+        if self.budget_stop is None:
+            self.budget_stop = exc
+        return exc
+
+    def _admit(self) -> float | None:
+        """Raise unless a new method call may start; return the seconds left (None: no limit)."""
+        if self._ended:
+            raise SampleEnded(f"sample {self.sample_id} has ended: no new model call starts")
         b = self.budget
-        if b.max_calls is not None and len(self.ledger.records) >= b.max_calls:
-            raise BudgetExceeded("calls", b.max_calls, len(self.ledger.records))
+        if b.max_calls is not None and self._calls >= b.max_calls:
+            raise self._stop(BudgetExceeded("calls", b.max_calls, self._calls))
         if b.max_tokens is not None and self._tokens_used >= b.max_tokens:
-            raise BudgetExceeded("tokens", b.max_tokens, self._tokens_used)
+            raise self._stop(BudgetExceeded("tokens", b.max_tokens, self._tokens_used))
         if b.max_seconds is None:
             return None
         left = b.max_seconds - self.elapsed
         if left <= 0:
-            raise BudgetExceeded("seconds", b.max_seconds, self.elapsed)
+            raise self._stop(BudgetExceeded("seconds", b.max_seconds, self.elapsed))
         return left
 
     async def chat(
@@ -118,40 +147,85 @@ class Context:
         model: ChatModel | str | None = None,
         agent: str | None = None,
         round: int | None = None,
+        purpose: Purpose = "method",
+        stream: str | None = None,
         **params: Any,
     ) -> Completion:
-        """One model call, budgeted and recorded. Raises LLMError or BudgetExceeded."""
-        left = self._check_budget()
+        """One model call, budgeted and recorded. Raises LLMError or BudgetExceeded.
+
+        Scoring calls (``purpose="scoring"``) are recorded and gated like any other but never
+        count against, or are stopped by, the method's budget. ``stream`` names a run-wide
+        random stream for a call whose result the method shares across samples (built once,
+        by whichever sample comes first): it is keyed by (run seed, stream), not by the sample.
+        A call whose caller stops waiting (budget deadline, cancellation) still runs to its end
+        and is recorded.
+        """
+        left = None
+        if purpose == "method":
+            left = self._admit()
+            self._calls += 1
         handle = self.resolve(model)
         request = make_request(messages, **{**self.sampling, **params})
-        key = request.fingerprint(handle.name, with_draw=False)
-        request = request.with_draw(self._draws[key])
+        where = (stream,) if stream else (self.sample_id, self.repeat, agent or "")
+        scope = "\x1f".join(map(str, (self.seed, *where)))
+        key = (scope, request.fingerprint(handle.name, with_draw=False))
+        request = request.with_draw(self._draws[key], scope)
         self._draws[key] += 1
         record = CallRecord(
-            self.sample_id, agent, round, handle.name, draw=request.draw, messages=request.messages
-        )
+            self.sample_id, agent, round, handle.name,
+            draw=request.draw, purpose=purpose, messages=request.messages,
+        )  # fmt: skip
         self.ledger.add(record)
+        call = asyncio.ensure_future(self._call(handle, request, record))
+        self._inflight.add(call)
+        call.add_done_callback(self._inflight.discard)
+        caller = asyncio.current_task()
+        if caller is not None:
+            self._callers.add(caller)
         try:
-            completion = await asyncio.wait_for(self._call(handle, request), left)
+            return await asyncio.wait_for(asyncio.shield(call), left)
         except asyncio.TimeoutError:
-            record.error = "budget exceeded: seconds"
-            raise BudgetExceeded("seconds", self.budget.max_seconds or 0, self.elapsed) from None
-        except LLMError as exc:
+            raise self._stop(
+                BudgetExceeded("seconds", self.budget.max_seconds or 0, self.elapsed)
+            ) from None
+
+    async def _call(
+        self, handle: ChatModel, request: ChatRequest, record: CallRecord
+    ) -> Completion:
+        try:
+            if self.gate is None:
+                completion = await handle.complete(request)
+            else:
+                async with self.gate:
+                    completion = await handle.complete(request)
+        except BaseException as exc:
             record.error = f"{type(exc).__name__}: {exc}"
             raise
-        self._record(record, completion)
-        return completion
-
-    async def _call(self, handle: ChatModel, request: ChatRequest) -> Completion:
-        if self.gate is None:
-            return await handle.complete(request)
-        async with self.gate:
-            return await handle.complete(request)
-
-    def _record(self, record: CallRecord, completion: Completion) -> None:
         record.prompt_tokens = completion.usage.prompt_tokens
         record.completion_tokens = completion.usage.completion_tokens
+        record.estimated = completion.usage.estimated
         record.latency_s = completion.latency_s
         record.cached = completion.cached
         record.response = completion.text
-        self._tokens_used += completion.usage.total_tokens
+        if record.purpose == "method":
+            self._tokens_used += completion.usage.total_tokens
+        return completion
+
+    async def settle(self, grace_s: float = SETTLE_GRACE_S) -> None:
+        """End the sample: no new method call starts; wait for the calls still in flight.
+
+        Sibling calls a method left running (a budget stop or a failure ended it early) finish
+        and are recorded; their callers get ``grace_s`` to take the answers in (the transcript,
+        a proposal) before they are cancelled.
+        """
+        self._ended = True
+        while self._inflight:
+            await asyncio.gather(*self._inflight, return_exceptions=True)
+        callers = [t for t in self._callers if t is not asyncio.current_task() and not t.done()]
+        if callers:
+            _, late = await asyncio.wait(callers, timeout=grace_s)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        for _ in range(_RESUME_STEPS):  # let tasks gathering those callers resume too
+            await asyncio.sleep(0)

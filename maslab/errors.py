@@ -22,6 +22,10 @@ class BudgetExceeded(MaslabError):
         super().__init__(f"budget exceeded: {kind} limit {limit:g}, used {used:g}")
 
 
+class SampleEnded(MaslabError):
+    """A model call was asked for after the sample ended (its siblings had stopped it)."""
+
+
 class LLMError(MaslabError):
     """A model call failed for good (after any retries). Never returned as ``None``."""
 

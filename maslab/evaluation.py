@@ -6,7 +6,7 @@ is counted as unparsed (``extracted is None``); no sample ever leaves the denomi
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -15,6 +15,9 @@ from maslab.llm.registry import ModelPool, load_model
 from maslab.llm.types import ChatMessage, ChatModel
 from maslab.registry import Registry
 from maslab.task import Task
+
+if TYPE_CHECKING:
+    from maslab.context import Context
 
 
 class Score(BaseModel):
@@ -53,7 +56,11 @@ def gold_of(task: Task) -> str:
 
 
 class Evaluator:
-    """Scores a method's final answer text against a task's gold answer."""
+    """Scores a method's final answer text against a task's gold answer.
+
+    ``ctx`` is the sample's context: an evaluator that asks a model does it through
+    ``ctx.chat(..., purpose="scoring")`` so its calls are gated, traced and counted as scoring.
+    """
 
     name: ClassVar[str] = ""
 
@@ -61,7 +68,7 @@ class Evaluator:
         if options:
             raise TypeError(f"{type(self).__name__} takes no options, got {sorted(options)}")
 
-    async def score(self, task: Task, answer: str) -> Score:
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         raise NotImplementedError
 
     async def aclose(self) -> None:
@@ -82,12 +89,18 @@ class Judge:
             judge = models.get(judge) if models is not None else load_model(judge)
         self.model = judge
 
-    async def ask(self, system: str, user: str) -> str:
+    async def ask(self, system: str, user: str, ctx: Context | None = None) -> str:
+        """The judge's reply; through ``ctx`` (a scoring call of its sample) when given."""
         messages: list[ChatMessage] = [
             {"role": "system", "content": system},
             {"role": "user", "content": user},
         ]
-        return (await self.model.chat(messages, temperature=0)).text
+        if ctx is None:
+            return (await self.model.chat(messages, temperature=0)).text
+        completion = await ctx.chat(
+            messages, model=self.model, agent="judge", purpose="scoring", temperature=0
+        )
+        return completion.text
 
     async def aclose(self) -> None:
         if self._owned:

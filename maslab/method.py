@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from maslab.config_files import validation_message
 from maslab.context import Context
-from maslab.errors import ConfigError
+from maslab.errors import BudgetExceeded, ConfigError
 from maslab.llm.ledger import UsageTotals
 from maslab.llm.local import DEMO_MODEL
 from maslab.llm.types import ChatModel
@@ -67,6 +67,27 @@ class Method:
     async def solve(self, task: Task, ctx: Context) -> Solution:
         raise NotImplementedError
 
+    async def run_sample(self, task: Task, ctx: Context) -> Solution:
+        """:meth:`solve`, then let the sample's calls settle (all are recorded).
+
+        On a budget stop, even one the method caught, the solution says so in its metadata;
+        if ``solve`` did not return, it is the method's best answer so far (``ctx.propose``),
+        or empty. Other errors propagate once the calls have settled.
+        """
+        solution: Solution | None = None
+        try:
+            solution = await self.solve(task, ctx)
+        except BudgetExceeded:
+            pass
+        finally:
+            await ctx.settle()
+        if ctx.budget_stop is None and solution is not None:
+            return solution
+        solution = solution or ctx.proposal or Solution(answer="")
+        return solution.model_copy(
+            update={"metadata": {**solution.metadata, "budget": str(ctx.budget_stop)}}
+        )
+
     async def optimize(self, tasks: Sequence[Task], ctx: Context) -> None:
         """Learn from ``tasks`` (a validation split). Most methods have nothing to learn."""
 
@@ -81,7 +102,7 @@ class Method:
             task = Task(id="question", question=task)
         ctx = Context(model, sample_id=task.id, **context)
         try:
-            return Outcome(await self.solve(task, ctx), ctx)
+            return Outcome(await self.run_sample(task, ctx), ctx)
         finally:
             await ctx.models.aclose()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from types import TracebackType
 
 from rich.console import Console
@@ -15,14 +17,22 @@ from rich.progress import (
 )
 
 from maslab.results import ResultRecord
-from maslab.stats import wilson_interval
+from maslab.stats import clustered_interval
 
 
 class RunProgress:
-    """A rich progress bar fed with finished samples (use as a context manager)."""
+    """A rich progress bar fed with finished samples (use as a context manager).
+
+    ``done`` are the samples a resumed run finished before: the figures cover the whole run.
+    """
 
     def __init__(
-        self, label: str, total: int, *, completed: int = 0, console: Console | None = None
+        self,
+        label: str,
+        total: int,
+        *,
+        done: Sequence[ResultRecord] = (),
+        console: Console | None = None,
     ) -> None:
         self.console = console or Console(stderr=True)
         self._bar = Progress(
@@ -36,9 +46,12 @@ class RunProgress:
             console=self.console,
             transient=False,
         )
-        self._task = self._bar.add_task(label, total=total, completed=completed, stats="")
-        self.done = self.correct = self.errors = self.unparsed = 0
+        self._task = self._bar.add_task(label, total=total, stats="")
+        self.done = self.errors = 0
         self.tokens = self.calls = 0
+        self._tasks: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # samples, correct
+        for record in done:
+            self.update(record)
 
     def __enter__(self) -> RunProgress:
         self._bar.start()
@@ -51,16 +64,17 @@ class RunProgress:
 
     def update(self, record: ResultRecord) -> None:
         self.done += 1
-        self.correct += record.correct
         self.errors += record.status == "error"
-        self.unparsed += record.unparsed
-        self.tokens += int(
-            record.usage.get("prompt_tokens", 0) + record.usage.get("completion_tokens", 0)
-        )
+        tally = self._tasks[record.task_id]
+        tally[0] += 1
+        tally[1] += record.correct
+        self.tokens += record.tokens_used
         self.calls += int(record.usage.get("calls", 0))
-        lo, hi = wilson_interval(self.correct, self.done)
+        means = [c / n for n, c in self._tasks.values()]
+        accuracy = sum(means) / len(means)
+        lo, hi = clustered_interval(means, self.done)
         stats = (
-            f"acc {self.correct / self.done:.1%} [{lo:.1%}, {hi:.1%}]  "
+            f"acc {accuracy:.1%} [{lo:.1%}, {hi:.1%}]  "
             f"tokens {self.tokens:,}  calls {self.calls:,}"
             + (f"  [red]errors {self.errors}[/]" if self.errors else "")
         )

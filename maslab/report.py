@@ -68,7 +68,8 @@ def _load(directory: str | Path, anchor: str) -> _Run:
     store = RunStore(directory)
     records = sorted(store.results(), key=lambda r: r.key)
     traces = {(t["task_id"], t["repeat"]): t for t in store.traces()}
-    return _Run(store.dir, anchor, store.manifest(), records, traces, summarize(records))
+    summary = summarize(records, superseded=store.superseded())
+    return _Run(store.dir, anchor, store.manifest(), records, traces, summary)
 
 
 def _plain(text: str) -> str:
@@ -108,7 +109,7 @@ def _plot_labels(runs: Sequence[_Run]) -> list[str]:
 
 
 def _plot(runs: Sequence[_Run]) -> str:
-    """Accuracy (with its interval) against spent tokens per task, one point per run."""
+    """Accuracy (with its interval) against tokens used per sample, one point per run."""
     points = [run for run in runs if run.summary.n]
     if not points:
         return ""
@@ -132,7 +133,7 @@ def _plot(runs: Sequence[_Run]) -> str:
         ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
         ax.xaxis.set_minor_formatter(NullFormatter())
     ax.xaxis.set_major_formatter(FuncFormatter(_compact))
-    ax.set(xlabel="spent tokens per task", ylabel="accuracy (%)", ylim=(-2, 102))
+    ax.set(xlabel="tokens per sample (spent + cached)", ylabel="accuracy (%)", ylim=(-2, 102))
     ax.grid(alpha=0.3)
     return f'<div class="plot">{_img(fig, "accuracy against tokens per task")}</div>'
 
@@ -192,11 +193,9 @@ def _accuracy(s: Summary) -> str:
     return f"{100 * s.accuracy:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
-def _cost(s: Summary, model: str, prices: Prices | None) -> str:
-    if not prices or model not in prices:
-        return "—"
-    prompt, completion = prices[model]
-    return f"${(s.mean_prompt_tokens * prompt + s.mean_completion_tokens * completion) / 1e6:.4f}"
+def _cost(s: Summary, prices: Prices | None) -> str:
+    cost = s.cost(prices) if prices else None
+    return "—" if cost is None else f"${cost:.4f}"
 
 
 def _row(cells: Iterable[object], tag: str = "td") -> str:
@@ -205,11 +204,14 @@ def _row(cells: Iterable[object], tag: str = "td") -> str:
 
 def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
     head = ("Method", "Benchmark", "Model", "n", "Accuracy [95% CI]", "Unparsed", "Errors")
-    head += ("Tokens / task", "Calls / task", "Cost / task")
+    head += ("Tokens / sample", "Spent / sample", "Calls / sample", "Cost / sample")
     rows = []
     for run in runs:
         m, s = run.manifest, run.summary
-        per_task = (f"{s.mean_tokens:,.0f}", f"{s.mean_calls:.1f}", _cost(s, m.model, prices))
+        per_task = (
+            f"{s.mean_tokens:,.0f}", f"{s.mean_spent_tokens:,.0f}", f"{s.mean_calls:.1f}",
+            _cost(s, prices),
+        )  # fmt: skip
         cells = (
             f'<a href="#{run.anchor}">{escape(m.method)}</a>',
             escape(m.benchmark),
@@ -218,7 +220,7 @@ def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
             _accuracy(s),
             s.unparsed,
             s.errors,
-            *(per_task if s.n else ("—",) * 3),
+            *(per_task if s.n else ("—",) * len(per_task)),
         )
         rows.append(_row(cells))
     return f"<table><thead>{_row(head, 'th')}</thead><tbody>{''.join(rows)}</tbody></table>"
@@ -305,8 +307,12 @@ def _section(run: _Run, max_tasks: int) -> str:
         f"accuracy {_accuracy(s)}",
         f"{s.budget_stopped} budget-stopped",
         f"{s.mean_latency_s:.1f} s model time per task",
-        f"{s.mean_cached_tokens:,.0f} cached tokens per task",
+        f"{s.mean_cached_tokens:,.0f} cached tokens per sample",
+        f"{s.total_served_tokens:,} tokens served in all (scoring and superseded attempts "
+        f"included)",
     ]
+    if repeats := s.describe_repeats():
+        about.append(repeats)
     if len(tasks) > max_tasks:
         about.append(f"showing the first {max_tasks} of {len(tasks)} tasks")
     return (
@@ -327,7 +333,8 @@ def build_report(
 ) -> Path:
     """Write one self-contained HTML report over ``run_dirs`` to ``out`` and return its path.
 
-    ``prices`` maps a model to USD per 1M (prompt, completion) tokens; spent tokens only.
+    ``prices`` maps a model to USD per 1M (prompt, completion) tokens; each model's tokens
+    used by the method (spent or replayed) are priced at its own price.
     """
     loaded = (_load(directory, f"run-{i}") for i, directory in enumerate(run_dirs))
     runs = sorted(loaded, key=lambda run: -run.summary.accuracy)

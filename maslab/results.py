@@ -2,8 +2,9 @@
 
 ``results.jsonl`` has one line per (task, repeat), appended and flushed as each finishes;
 ``traces.jsonl`` has the matching line with every model call and message. A line cut short by
-a killed process is dropped on the next open; errored samples are dropped too, so a re-run
-retries them and the files end with exactly one line per (task, repeat).
+a killed process is dropped on the next open; errored samples are moved to ``superseded.jsonl``
+(their spend stays in the run's totals there), so a re-run retries them and the results end
+with exactly one line per (task, repeat).
 """
 
 from __future__ import annotations
@@ -21,12 +22,21 @@ from maslab.evaluation import Score
 
 Status = Literal["ok", "budget", "error"]
 Key = tuple[str, int]
+_TOKEN_KEYS = (
+    "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "cached_completion_tokens"
+)  # fmt: skip
 
 MANIFEST, RESULTS, TRACES = "manifest.json", "results.jsonl", "traces.jsonl"
+SUPERSEDED = "superseded.jsonl"
 
 
 class ResultRecord(BaseModel):
-    """One (task, repeat). ``status``: ok, budget (ended by its budget, still scored) or error."""
+    """One (task, repeat). ``status``: ok, budget (ended by its budget, still scored) or error.
+
+    ``usage`` covers every call the method made for the sample (``UsageTotals`` fields:
+    spent and cache-replayed tokens apart), ``usage_by_model`` the same per model, and
+    ``scoring_usage`` the evaluator's judge calls, which are not the method's cost.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -37,6 +47,8 @@ class ResultRecord(BaseModel):
     gold: str | None = None
     score: Score | None = None
     usage: dict[str, float] = Field(default_factory=dict)
+    usage_by_model: dict[str, dict[str, float]] = Field(default_factory=dict)
+    scoring_usage: dict[str, float] = Field(default_factory=dict)
     elapsed_s: float = 0.0
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -48,6 +60,11 @@ class ResultRecord(BaseModel):
     @property
     def correct(self) -> bool:
         return self.score is not None and self.score.correct
+
+    @property
+    def tokens_used(self) -> int:
+        """Tokens the method's calls used: newly spent plus replayed from the cache."""
+        return int(sum(self.usage.get(k, 0) for k in _TOKEN_KEYS))
 
     @property
     def unparsed(self) -> bool:
@@ -62,6 +79,7 @@ class Manifest(BaseModel):
     method: str
     method_config: dict[str, Any] = Field(default_factory=dict)
     benchmark: str
+    benchmark_options: dict[str, Any] = Field(default_factory=dict)
     split: str = "test"
     limit: int | None = None
     seed: int = 0
@@ -135,6 +153,10 @@ class RunStore:
         latest = {(row["task_id"], row["repeat"]): row for row in _read_lines(self.dir / RESULTS)}
         return [ResultRecord.model_validate(row) for row in latest.values()]
 
+    def superseded(self) -> list[ResultRecord]:
+        """Errored attempts that a resume replaced (kept for their spend)."""
+        return [ResultRecord.model_validate(row) for row in _read_lines(self.dir / SUPERSEDED)]
+
     def traces(self, task_id: str | None = None) -> Iterator[dict[str, Any]]:
         for row in _read_lines(self.dir / TRACES):
             if task_id is None or row["task_id"] == task_id:
@@ -167,7 +189,11 @@ class RunStore:
         self.manifest_path.write_bytes(
             orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
         )
-        kept = {r.key: r for r in self.results() if r.status != "error"}
+        results = self.results()
+        errored = [r.model_dump(mode="json") for r in results if r.status == "error"]
+        if errored:
+            _rewrite(self.dir / SUPERSEDED, [*_read_lines(self.dir / SUPERSEDED), *errored])
+        kept = {r.key: r for r in results if r.status != "error"}
         _rewrite(self.dir / RESULTS, [r.model_dump(mode="json") for r in kept.values()])
         traces = {(t["task_id"], t["repeat"]): t for t in self.traces()}
         _rewrite(self.dir / TRACES, [traces[k] for k in kept if k in traces])

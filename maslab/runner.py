@@ -23,12 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field
 import maslab
 from maslab.benchmark import get_benchmark
 from maslab.context import Budget, Context
-from maslab.errors import BudgetExceeded, LLMError
+from maslab.errors import LLMError
 from maslab.evaluation import Evaluator, get_evaluator
 from maslab.llm.registry import ModelPool
 from maslab.method import Method, get_method
 from maslab.results import Manifest, ResultRecord, RunStore
-from maslab.task import Solution, Task
+from maslab.task import Task
 
 # MASLab's defaults, so numbers stay comparable with its tables
 DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.5, "max_tokens": 2048}
@@ -168,24 +168,23 @@ class Runner:
             started = time.monotonic()
             record = await self._solve_and_score(task, ctx)
             record = record.model_copy(
-                update={"usage": asdict(ctx.usage), "elapsed_s": time.monotonic() - started}
+                update={**usage_fields(ctx), "elapsed_s": time.monotonic() - started}
             )
             self.store.append(record, self._trace(task, repeat, ctx))
             if self.listener is not None:
                 self.listener(record)
 
     async def _solve_and_score(self, task: Task, ctx: Context) -> ResultRecord:
+        """Solve (see :meth:`Method.run_sample`), then score through ``ctx``: scoring calls are
+        the sample's too, but never count against its budget."""
         base = {"task_id": task.id, "repeat": ctx.repeat, "gold": task.gold}
-        status = "ok"
         try:
-            solution = await self.method.solve(task, ctx)
-        except BudgetExceeded as exc:
-            last = ctx.transcript.messages[-1].content if ctx.transcript.messages else ""
-            solution, status = Solution(answer=last, metadata={"budget": str(exc)}), "budget"
+            solution = await self.method.run_sample(task, ctx)
         except Exception as exc:  # a model failure or a method bug: recorded, retried on resume
             return ResultRecord(**base, status="error", error=f"{type(exc).__name__}: {exc}")
+        status = "ok" if ctx.budget_stop is None else "budget"
         try:
-            score = await self.evaluator.score(task, solution.answer)
+            score = await self.evaluator.score(task, solution.answer, ctx=ctx)
         except LLMError as exc:
             return ResultRecord(
                 **base, status="error", answer=solution.answer, error=f"evaluator: {exc}"
@@ -204,6 +203,16 @@ class Runner:
             "messages": [m.model_dump(mode="json") for m in ctx.transcript],
             "topology": ctx.topology.to_dict() if ctx.topology is not None else None,
         }
+
+
+def usage_fields(ctx: Context) -> dict[str, Any]:
+    """A sample's spend for its result record: the method's calls (in total and per model) and
+    the scoring calls, each as :class:`UsageTotals` fields."""
+    return {
+        "usage": asdict(ctx.usage),
+        "usage_by_model": {m: asdict(t) for m, t in ctx.ledger.by_model().items()},
+        "scoring_usage": asdict(ctx.ledger.totals(purpose="scoring")),
+    }
 
 
 async def run(config: RunConfig, *, listener: Listener | None = None) -> list[ResultRecord]:

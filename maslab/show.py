@@ -15,15 +15,19 @@ from maslab.stats import summarize
 def show_run(store: RunStore, console: Console) -> None:
     manifest = store.manifest()
     records = sorted(store.results(), key=lambda r: (r.task_id, r.repeat))
-    s = summarize(records)
+    s = summarize(records, superseded=store.superseded())
     console.print(
         f"[bold]{manifest.method}[/] on [bold]{manifest.benchmark}[/] with {manifest.model}: "
-        f"{s.accuracy:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] over {s.n} samples"
+        f"{s.accuracy:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] over {s.tasks} tasks × {s.repeats} "
+        f"repeats · {s.mean_tokens:,.0f} tokens per sample ({s.mean_spent_tokens:,.0f} newly "
+        f"spent) · {s.total_served_tokens:,} served in all"
     )
+    if repeats := s.describe_repeats():
+        console.print(repeats)
     table = Table("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls")
     for r in records:
         extracted = r.score.extracted if r.score and r.score.extracted is not None else "—"
-        tokens = int(r.usage.get("prompt_tokens", 0) + r.usage.get("completion_tokens", 0))
+        tokens = r.tokens_used
         table.add_row(
             escape(r.task_id), str(r.repeat), r.status, escape(extracted[:40]),
             escape(str(r.gold)[:40]), "[green]✓[/]" if r.correct else "[red]✗[/]",

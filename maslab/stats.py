@@ -1,10 +1,14 @@
-"""Statistics over run results: intervals, pass@k / pass^k, run summaries and paired tests."""
+"""Statistics over run results: intervals, pass@k / pass^k, run summaries and paired tests.
+
+The unit of analysis is the task: repeats of one task are clustered within it, so intervals
+and tests treat each task, not each (task, repeat) record, as one observation.
+"""
 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -12,20 +16,62 @@ import numpy as np
 
 from maslab.results import ResultRecord
 
+_SPENT = ("prompt_tokens", "completion_tokens")
+_CACHED = ("cached_prompt_tokens", "cached_completion_tokens")
+_PROMPT = ("prompt_tokens", "cached_prompt_tokens")
+_COMPLETION = ("completion_tokens", "cached_completion_tokens")
+
+_TIE = 1e-12
+_EXACT_MAX = 16
+_FLIPS = 20_000
+
 
 def _z(confidence: float) -> float:
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion; ``(0, 1)`` when ``n == 0``."""
-    if n == 0:
-        return (0.0, 1.0)
-    z, p = _z(confidence), successes / n
+def _wilson(p: float, n: float, confidence: float) -> tuple[float, float]:
+    """Wilson score interval at proportion ``p`` with a (possibly fractional) sample size ``n``."""
+    z = _z(confidence)
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def wilson_interval(successes: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for ``successes`` of ``n``; ``(0, 1)`` when ``n == 0``.
+
+    Fractional (effective) counts are allowed.
+    """
+    if n == 0:
+        return (0.0, 1.0)
+    return _wilson(successes / n, n, confidence)
+
+
+def clustered_interval(
+    task_means: Sequence[float], n_records: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Interval for the mean of per-task accuracies, with repeats clustered within tasks.
+
+    With ``T`` tasks, ``p = mean(task_means)`` and the cluster-robust variance of that mean
+    ``SE² = Σ (p_t - p)² / (T (T - 1))``, the effective sample size ``n_eff = p (1 - p) / SE²``
+    is clamped to ``[T, n_records]``: clustering shrinks the sample by at most the cluster size,
+    and it never exceeds the records. ``n_eff = T`` when ``T == 1``, ``SE² == 0`` or
+    ``p (1 - p) == 0``. The result is the Wilson interval at ``p`` with ``n = n_eff``; with one
+    record per task it is exactly the Wilson interval over tasks. ``(0, 1)`` when ``T == 0``.
+    """
+    tasks = len(task_means)
+    if tasks == 0:
+        return (0.0, 1.0)
+    if n_records < tasks:
+        raise ValueError(f"n_records ({n_records}) must be at least the task count ({tasks})")
+    p = math.fsum(task_means) / tasks
+    n_eff: float = tasks
+    if max(task_means) > min(task_means):  # SE² > 0, hence T >= 2 and 0 < p < 1
+        se2 = math.fsum((m - p) ** 2 for m in task_means) / (tasks * (tasks - 1))
+        n_eff = min(max(p * (1 - p) / se2, tasks), n_records)
+    return _wilson(p, n_eff, confidence)
 
 
 def bootstrap_ci(
@@ -69,12 +115,42 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.prod((c - i) / (n - i) for i in range(k))
 
 
+def _by_task(records: Iterable[ResultRecord]) -> dict[str, list[bool]]:
+    """task_id -> correctness of each of its records."""
+    outcomes: dict[str, list[bool]] = defaultdict(list)
+    for r in records:
+        outcomes[r.task_id].append(r.correct)
+    return dict(outcomes)
+
+
+def _mean_over_tasks(outcomes: Mapping[str, Sequence[bool]]) -> float:
+    """Mean over tasks of each task's mean correctness; 0 without tasks."""
+    if not outcomes:
+        return 0.0
+    return math.fsum(sum(v) / len(v) for v in outcomes.values()) / len(outcomes)
+
+
+def _total(usages: Iterable[Mapping[str, float]], keys: Iterable[str]) -> float:
+    keys = tuple(keys)
+    return math.fsum(u.get(key, 0) for u in usages for key in keys)
+
+
 @dataclass(frozen=True)
 class Summary:
     """Aggregates of one run. Errors count as wrong and stay in ``n``.
 
-    ``repeats`` is the fewest repeats of any task: the largest ``k`` for ``pass_at``/``pass_hat``.
-    Token, call and latency means are per record; tokens are spent (cached calls excluded).
+    ``accuracy`` is the mean over tasks of each task's mean correctness and ``ci`` its
+    :func:`clustered_interval`. ``repeats`` is the fewest repeats of any task: the largest ``k``
+    for ``pass_at``/``pass_hat``. ``per_repeat`` holds the single-run accuracy of each repeat
+    index, in order.
+
+    Cost means are per record and cover the method's calls only. Tokens are *consumed* tokens
+    (newly spent plus replayed from the response cache), so a warm cache does not make a method
+    look cheaper; ``mean_spent_tokens`` and ``mean_cached_tokens`` split them. Scoring calls (an
+    LLM judge) are reported apart in ``mean_scoring_tokens``. ``total_served_tokens`` is every
+    newly spent token of the run (method and scoring), superseded attempts included.
+    ``estimated_calls`` counts the records' calls (method and scoring) whose token usage the
+    server did not report.
     """
 
     n: int
@@ -86,18 +162,58 @@ class Summary:
     unparsed: int
     errors: int
     budget_stopped: int
+    per_repeat: tuple[float, ...]
+    mean_tokens: float
+    mean_spent_tokens: float
+    mean_cached_tokens: float
     mean_prompt_tokens: float
     mean_completion_tokens: float
-    mean_cached_tokens: float
     mean_calls: float
     mean_latency_s: float
-    total_tokens: int
+    mean_scoring_tokens: float
+    total_served_tokens: int
+    estimated_calls: int
+    consumed_by_model: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """model spec -> mean consumed (prompt, completion) tokens per record."""
     per_task: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
     """task_id -> (records, correct)."""
 
     @property
-    def mean_tokens(self) -> float:
-        return self.mean_prompt_tokens + self.mean_completion_tokens
+    def repeat_spread(self) -> tuple[float, float, float] | None:
+        """(min, max, sample standard deviation with ddof=1) of ``per_repeat``.
+
+        None with fewer than two repeats.
+        """
+        if len(self.per_repeat) < 2:
+            return None
+        values = np.asarray(self.per_repeat)
+        return (float(values.min()), float(values.max()), float(values.std(ddof=1)))
+
+    def describe_repeats(self) -> str | None:
+        """One line on the run-to-run noise (pass@1 spread, pass@k, pass^k); None if no repeats."""
+        if self.repeat_spread is None:
+            return None
+        low, high, std = self.repeat_spread
+        k = self.repeats
+        return (
+            f"single-run pass@1 {low:.1%}–{high:.1%} across repeats (std {std:.1%}), "
+            f"pass@{k} {self.pass_at(k):.1%}, pass^{k} {self.pass_hat(k):.1%}"
+        )
+
+    def cost(self, prices: Mapping[str, tuple[float, float]]) -> float | None:
+        """Mean USD per record, each model at its own (prompt, completion) USD per 1M tokens.
+
+        None when a model used has no price, or tokens were recorded without a per-model split.
+        """
+        if not self.consumed_by_model and self.mean_tokens:
+            return None
+        if any(model not in prices for model in self.consumed_by_model):
+            return None
+        per_million = sum(
+            prompt * prices[model][0] + completion * prices[model][1]
+            for model, (prompt, completion) in self.consumed_by_model.items()
+        )
+        return per_million / 1e6
 
     def pass_at(self, k: int) -> float:
         """pass@k averaged over tasks."""
@@ -113,45 +229,70 @@ class Summary:
         return float(np.mean([estimator(n, c, k) for n, c in self.per_task.values()]))
 
 
-def _usage(records: Sequence[ResultRecord], *keys: str) -> float:
-    return sum(r.usage.get(key, 0) for r in records for key in keys)
+def summarize(
+    records: Sequence[ResultRecord],
+    *,
+    superseded: Sequence[ResultRecord] = (),
+    confidence: float = 0.95,
+) -> Summary:
+    """Summarize one run's records (one per task and repeat).
 
-
-def summarize(records: Sequence[ResultRecord], *, confidence: float = 0.95) -> Summary:
-    """Summarize one run's records (one per task and repeat)."""
+    ``superseded`` are errored attempts that a resume replaced: they count only toward
+    ``total_served_tokens``.
+    """
     n = len(records)
-    correct = sum(r.correct for r in records)
-    counts = Counter(r.task_id for r in records)
-    hits = Counter(r.task_id for r in records if r.correct)
-    tokens = int(_usage(records, "prompt_tokens", "completion_tokens"))
-    cached = _usage(records, "cached_prompt_tokens", "cached_completion_tokens")
+    outcomes = _by_task(records)
+    usages = [r.usage for r in records]
+    scoring = [r.scoring_usage for r in records]
+    models = sorted({model for r in records for model in r.usage_by_model})
 
     def mean(total: float) -> float:
         return total / n if n else 0.0
 
+    def by_model(model: str, keys: Iterable[str]) -> float:
+        return mean(_total((r.usage_by_model.get(model, {}) for r in records), keys))
+
+    served = [u for r in (*records, *superseded) for u in (r.usage, r.scoring_usage)]
     return Summary(
         n=n,
-        tasks=len(counts),
-        repeats=min(counts.values(), default=0),
-        correct=correct,
-        accuracy=mean(correct),
-        ci=wilson_interval(correct, n, confidence),
+        tasks=len(outcomes),
+        repeats=min(map(len, outcomes.values()), default=0),
+        correct=sum(r.correct for r in records),
+        accuracy=_mean_over_tasks(outcomes),
+        ci=clustered_interval([sum(v) / len(v) for v in outcomes.values()], n, confidence),
         unparsed=sum(r.unparsed for r in records),
         errors=sum(r.status == "error" for r in records),
         budget_stopped=sum(r.status == "budget" for r in records),
-        mean_prompt_tokens=mean(_usage(records, "prompt_tokens")),
-        mean_completion_tokens=mean(_usage(records, "completion_tokens")),
-        mean_cached_tokens=mean(cached),
-        mean_calls=mean(_usage(records, "calls")),
-        mean_latency_s=mean(_usage(records, "latency_s")),
-        total_tokens=tokens,
-        per_task={task: (count, hits[task]) for task, count in counts.items()},
+        per_repeat=tuple(
+            _mean_over_tasks(_by_task(r for r in records if r.repeat == repeat))
+            for repeat in sorted({r.repeat for r in records})
+        ),
+        mean_tokens=mean(sum(r.tokens_used for r in records)),
+        mean_spent_tokens=mean(_total(usages, _SPENT)),
+        mean_cached_tokens=mean(_total(usages, _CACHED)),
+        mean_prompt_tokens=mean(_total(usages, _PROMPT)),
+        mean_completion_tokens=mean(_total(usages, _COMPLETION)),
+        mean_calls=mean(_total(usages, ["calls"])),
+        mean_latency_s=mean(_total(usages, ["latency_s"])),
+        mean_scoring_tokens=mean(_total(scoring, _SPENT + _CACHED)),
+        total_served_tokens=round(_total(served, _SPENT)),
+        estimated_calls=round(_total(usages + scoring, ["estimated_calls"])),
+        consumed_by_model={m: (by_model(m, _PROMPT), by_model(m, _COMPLETION)) for m in models},
+        per_task={task: (len(v), sum(v)) for task, v in outcomes.items()},
     )
 
 
 @dataclass(frozen=True)
 class Paired:
-    """Run ``b`` against run ``a`` on their shared (task_id, repeat) keys."""
+    """Run ``b`` against run ``a`` on the tasks both ran, one observation per task.
+
+    ``n`` counts paired tasks and ``only_a``/``only_b`` the tasks found in one run only.
+    Accuracies and ``difference`` (b - a) are means over paired tasks of each task's mean
+    correctness; ``ci`` is a bootstrap over tasks. ``a_only_correct``/``b_only_correct`` count
+    tasks where ``a``/``b`` did better. ``test`` is ``"mcnemar"`` when every paired task has one
+    record in each run, else ``"permutation"`` (see :func:`paired_permutation_test`).
+    ``repeats_a``/``repeats_b`` are the fewest records of a paired task in each run.
+    """
 
     n: int
     only_a: int
@@ -163,6 +304,9 @@ class Paired:
     a_only_correct: int
     b_only_correct: int
     p_value: float
+    test: str
+    repeats_a: int
+    repeats_b: int
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -173,27 +317,69 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2**n)
 
 
+def paired_permutation_test(diffs: Sequence[float], *, seed: int = 0) -> float:
+    """Two-sided sign-flip permutation p-value for mean(diffs) = 0.
+
+    Under the null each difference is as likely negative as positive. The p-value is the share
+    of sign patterns whose mean is at least as far from 0 as the observed one (ties within
+    1e-12). Zero differences are left out of the patterns, as flipping them changes nothing.
+    With ``m`` nonzero differences, all ``2^m`` patterns are enumerated when ``m <= 16``;
+    otherwise 20,000 random patterns (seeded) give ``(count + 1) / (20,000 + 1)``.
+
+    For differences of ±1 (one binary outcome per task and run) this is the exact sign test,
+    i.e. :func:`mcnemar_exact`.
+    """
+    data = np.asarray(diffs, dtype=float)
+    if data.size == 0:
+        raise ValueError("paired_permutation_test() needs at least one difference")
+    nonzero = data[data != 0]
+    m = nonzero.size
+    observed = abs(nonzero.sum()) / data.size - _TIE
+
+    def extreme(signs: np.ndarray) -> int:
+        return int((np.abs(signs @ nonzero) / data.size >= observed).sum())
+
+    if m <= _EXACT_MAX:
+        signs = 1 - 2 * ((np.arange(2**m)[:, None] >> np.arange(m)) & 1)
+        return extreme(signs) / 2**m
+    rng = np.random.default_rng(seed)
+    batch = 1000  # bounds memory for many tasks
+    count = sum(
+        extreme(1 - 2 * rng.integers(0, 2, size=(batch, m))) for _ in range(_FLIPS // batch)
+    )
+    return (count + 1) / (_FLIPS + 1)
+
+
 def paired_comparison(
     a: Sequence[ResultRecord], b: Sequence[ResultRecord], *, seed: int = 0
 ) -> Paired:
-    """Accuracy difference ``b - a`` with a paired bootstrap interval and McNemar's test."""
-    right_a = {r.key: r.correct for r in a}
-    right_b = {r.key: r.correct for r in b}
-    shared = right_a.keys() & right_b.keys()
+    """Accuracy difference ``b - a`` paired by task, with a bootstrap interval and a test.
+
+    Each run's repeats of a task are averaged first, so tasks, not records, are the units.
+    Raises ValueError when the runs share no task.
+    """
+    by_a, by_b = _by_task(a), _by_task(b)
+    shared = sorted(by_a.keys() & by_b.keys())
     if not shared:
-        raise ValueError("paired_comparison() needs (task_id, repeat) keys present in both runs")
-    pairs = np.array([(right_a[k], right_b[k]) for k in sorted(shared)], dtype=float)
-    diffs = pairs[:, 1] - pairs[:, 0]
+        raise ValueError("paired_comparison() needs at least one task present in both runs")
+    means = np.array([(np.mean(by_a[t]), np.mean(by_b[t])) for t in shared], dtype=float)
+    diffs = means[:, 1] - means[:, 0]
     a_only, b_only = int((diffs < 0).sum()), int((diffs > 0).sum())
+    single = all(len(by_a[t]) == len(by_b[t]) == 1 for t in shared)
+    test = "mcnemar" if single else "permutation"
+    p_value = mcnemar_exact(a_only, b_only) if single else paired_permutation_test(diffs, seed=seed)
     return Paired(
         n=len(shared),
-        only_a=len(right_a) - len(shared),
-        only_b=len(right_b) - len(shared),
-        accuracy_a=float(pairs[:, 0].mean()),
-        accuracy_b=float(pairs[:, 1].mean()),
+        only_a=len(by_a) - len(shared),
+        only_b=len(by_b) - len(shared),
+        accuracy_a=float(means[:, 0].mean()),
+        accuracy_b=float(means[:, 1].mean()),
         difference=float(diffs.mean()),
         ci=bootstrap_ci(diffs, seed=seed),
         a_only_correct=a_only,
         b_only_correct=b_only,
-        p_value=mcnemar_exact(a_only, b_only),
+        p_value=p_value,
+        test=test,
+        repeats_a=min(len(by_a[t]) for t in shared),
+        repeats_b=min(len(by_b[t]) for t in shared),
     )

@@ -134,9 +134,11 @@ class Topology:
         rounds: Rounds = "previous",
         include_self: bool = False,
     ) -> list[Message]:
-        """Messages ``agent`` may read at ``round``, in transcript order.
+        """Messages ``agent`` may read at ``round``, by round, then in the topology's node order.
 
-        A message is visible when a predecessor (or ``agent`` itself, if ``include_self``) sent it,
+        The order never depends on which concurrent call finished first (the transcript's
+        order does), so prompts built from it are the same on every run. A message is visible
+        when a predecessor (or ``agent`` itself, if ``include_self``) sent it,
         it is addressed to ``agent``, and its round is ``round - 1`` ("previous"), ``round``
         ("current", for within-round edges) or anything before ``round`` ("history").
         """
@@ -152,7 +154,8 @@ class Topology:
             rounds,
             "rounds mode",
         )
-        return [
+        order = {n: i for i, n in enumerate(self._graph)}
+        visible = [
             m
             for m in transcript
             if m.sender in senders
@@ -160,6 +163,7 @@ class Topology:
             and m.round is not None
             and in_window(m.round)
         ]
+        return sorted(visible, key=lambda m: (m.round, order[m.sender]))
 
     def group_of(self, node: str) -> str | None:
         """The ``group`` attribute of ``node`` (set by ``groups()``), or None."""

@@ -23,6 +23,9 @@ route, then one critic step has it review and resubmit the route (the paper's ex
 LLM calls: pair <= T (default 50); solo 2. The paper's extra grader call belongs to the
 evaluator here (0 calls, or 2 with a judge model).
 
+Budget stop: pair, the route made so far (the game catches the stop and answers itself);
+solo, the first route if the review was not reached.
+
 Deviations: the paper imposes no protocol beyond the completion phrase and an LLM grader reads
 the route from the dialogue afterwards; here moves are made live by an explicit MOVE-line
 agreement, the position is announced after every move, and the game ends on its own when the
@@ -121,7 +124,6 @@ class MazeGame:
         self.ended: str | None = None
         self.pending: tuple[int, str] | None = None  # (side, move) awaiting the other's consent
         self.speakers: list[str] = []  # model name per turn
-        self.budget: str | None = None
 
     def swap(self, side: int, spec: AgentSpec) -> None:
         """Let another model drive ``side`` from the next turn on, keeping its history."""
@@ -131,19 +133,22 @@ class MazeGame:
         self.agents[side] = new
 
     async def play(self, until: int) -> None:
-        """Play turns until the game ends or ``until`` turns have been played in all."""
+        """Play turns until the game ends or ``until`` turns have been played in all.
+
+        A budget stop ends the game (the context records it); the route so far stands.
+        """
         try:
             while self.ended is None and self.turn < until:
                 await self._turn()
-        except BudgetExceeded as exc:
-            self.ended, self.budget = "budget", str(exc)
+        except BudgetExceeded:
+            self.ended = "budget"
 
     async def _turn(self) -> None:
-        self.turn += 1
-        side = (self.turn - 1) % 2
+        side = self.turn % 2
         agent: Agent = self.agents[side]
         prompt = "\n\n".join(self.inbox[side])
-        message = await agent.reply(prompt, round=self.turn, recipients=(NAMES[1 - side],))
+        message = await agent.reply(prompt, round=self.turn + 1, recipients=(NAMES[1 - side],))
+        self.turn += 1  # only a turn whose message was sent counts
         self.inbox[side] = []
         self.speakers.append(agent.model.name)
         self.inbox[1 - side].append(f"[other agent]: {message.content}")
@@ -193,7 +198,6 @@ class MazeGame:
                 "position": list(self.position),
                 "speakers": self.speakers,
                 "transcript": [f"{m.sender}: {m.content}" for m in self.ctx.transcript],
-                **({"budget": self.budget} if self.budget else {}),
                 **metadata,
             },
         )
@@ -211,6 +215,7 @@ async def solo(task: Task, ctx: Context, spec: AgentSpec, distributed: bool) -> 
     ctx.topology = Topology.chain(["solo"])
     agent = ctx.agent("solo", **spec.options())
     first = await agent.reply(prompt, round=1)
+    ctx.propose(first.content)
     final = await agent.reply(f"{CRITIC}\n\n{task.instruction}", round=2, kind="critique")
     fallback = parse_route(final.content) is None and parse_route(first.content) is not None
     return Solution(

@@ -23,6 +23,9 @@ Algorithm (planner cap S_p; sub-agents are exposed to the planner as tools; star
 LLM calls: at most S_p + Σ_delegations cap + 1, with cap = 1 for the analyst and
 ``coder_steps`` for the coder (tools call no model). The exact count depends on the planner.
 
+Budget stop: the latest observation that is not an error (a team member's report or a tool's
+output), since the planner states no answer before ``final_answer``.
+
 Deviations:
 - maslab runs offline, so the paper's Deep Researcher and Browser Use sub-agents (web search,
   browsing) are not part of the team. Tools registered in :mod:`maslab.tools` can be offered to
@@ -250,6 +253,8 @@ class Conductor(Method):
             call = ToolCall(name=action.action, arguments=action.arguments)
             observation = await run_tool(tools, call)
             ctx.post(call.name, observation, round=step, kind="observation", recipients=(PLANNER,))
+            if not observation.startswith("error:"):  # run_tool's failures
+                ctx.propose(observation, source=call.name)
             prompt = observation_prompt(call.name, observation)
 
         reply = await planner.reply(FORCED_FINAL, round=len(trace), kind="final")

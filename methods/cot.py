@@ -10,6 +10,8 @@ before answering; the final answer is read from its reasoning.
 
 LLM calls: 1.
 
+Budget stop: no answer; the single call is the answer, so there is nothing to propose.
+
 Deviations: the step-by-step instruction is our own wording, not Kojima's trigger sentence.
 Kojima's second call (answer extraction) is dropped, as in MASLab: the task prompt already says
 how to state the final answer, and the evaluator extracts it. No few-shot exemplars (Wei et al.).

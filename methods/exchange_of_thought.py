@@ -25,6 +25,8 @@ LLM calls: 3·(1 + e), where e in 0..E is the number of exchange rounds run; 3 t
 (3 to 18 at the default E = 5, the paper's "3 + 3·rounds"). The calls of a round run
 concurrently.
 
+Budget stop: the majority vote over the last complete round.
+
 Deviations: personas and prompts are our own paraphrase; the persona also frames the round-0
 answer (the released code reads precomputed round-0 answers). Agents are stateless, as in the
 official code: their own previous solution is quoted in the prompt, not kept as chat history.
@@ -167,12 +169,13 @@ class ExchangeOfThought(Method):
             latest = dict(zip(names, replies, strict=True))
             for name, message in latest.items():
                 answers[name].append(answer_key(task, message.content))
+            decision = majority_decision(task, [m.content for m in replies])
+            ctx.propose(decision.response, exchange_rounds=r, votes=decision.vote.counts)
             finals = {answers[name][-1] for name in names}
             agreed = None not in finals and len(finals) == 1
             if agreed:
                 break
 
-        decision = majority_decision(task, [latest[name].content for name in names])
         return Solution(
             answer=decision.response,
             metadata={

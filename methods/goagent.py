@@ -34,6 +34,9 @@ LLM calls: pool (1 per domain and method instance, 0 when cached) + selector (1 
 0 for "learned") + R·Σ|roles of the selected groups| + 1 decision. ``optimize`` costs
 ``train_epochs`` · Σ_tasks (R·Σ|roles| + 1) calls (plus the pool call if needed).
 
+Budget stop: the majority vote over every agent's latest output after the last complete layer
+(the decision node's reading, without its call); ties go to the agent furthest downstream.
+
 Deviations: prompts are our own paraphrase. The paper's selector is a small neural generator
 (sentence-encoded task, GRU, CIB layers) trained by supervised learning on minimal successful
 graphs; ours is either an LLM (labelled as an approximation) or the per-domain policy above,
@@ -64,7 +67,7 @@ from typing import Any, Literal
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from maslab.aggregation import llm_aggregate
+from maslab.aggregation import llm_aggregate, majority_decision
 from maslab.context import Context
 from maslab.errors import ConfigError
 from maslab.evaluation import Evaluator, get_evaluator
@@ -487,8 +490,9 @@ class GoAgent(Method):
                 self._pools[domain] = Pool(groups_from(stored[domain], cfg.pool_path), "pool file")
                 return self._pools[domain], False
             reply = await ctx.agent("pool_builder").reply(
-                pool_prompt(domain, cfg.pool_size, cfg.max_roles), kind="pool", remember=False
-            )
+                pool_prompt(domain, cfg.pool_size, cfg.max_roles),
+                kind="pool", remember=False, stream=f"goagent pool:{domain}",
+            )  # fmt: skip
             groups = parse_pool(reply.content, cfg.pool_size, cfg.max_roles)
             if not groups:
                 self._pools[domain] = Pool(list(BUILTIN_POOL), "builtin (malformed pool reply)")
@@ -564,6 +568,10 @@ class GoAgent(Method):
         for r in range(self.config.rounds):
             for layer in layers:
                 log += await asyncio.gather(*(turn(name, r) for name in layer))
+                latest = {m.sender: m.content for m in log}  # each agent's latest, layer order
+                # reversed: a tie goes to the agent furthest downstream (the first response)
+                decision = majority_decision(task, list(latest.values())[::-1])
+                ctx.propose(decision.response, round=r, votes=decision.vote.counts)
         last = [m.content for m in log if m.round == self.config.rounds - 1]
         return topology, await llm_aggregate(ctx, task, last, round=self.config.rounds)
 
@@ -626,7 +634,7 @@ class GoAgent(Method):
                     name = cfg.evaluator or EVALUATOR_BY_ANSWER_TYPE[task.answer_type]
                     if name not in evaluators:
                         evaluators[name] = get_evaluator(name)()
-                    score = await evaluators[name].score(task, decision.content)
+                    score = await evaluators[name].score(task, decision.content, ctx=ctx)
                     rewards.append(score.value - cfg.sparsity * selection.size())
                 baseline = sum(rewards) / len(rewards)
                 for (_, policy, _, trace), reward in zip(batch, rewards, strict=True):

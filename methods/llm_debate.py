@@ -13,6 +13,8 @@ Algorithm (N agents, R rounds, fully connected):
 
 LLM calls: N·R (N·R + 1 with ``aggregate="llm"``).
 
+Budget stop: the majority vote over the last complete round (a partial round never counts).
+
 Deviations: prompts are our own paraphrase; other agents' answers are shown verbatim as in
 the official code. ``aggregate="llm"`` replaces the vote by one aggregator call over the
 final answers: that is MASLab's variant, not the paper's, and is off by default.
@@ -26,7 +28,7 @@ from typing import Literal
 from pydantic import Field
 
 from maslab.agents import Agent
-from maslab.aggregation import decide
+from maslab.aggregation import decide, majority_decision
 from maslab.context import Context
 from maslab.messages import Message
 from maslab.method import Method, MethodConfig, register_method
@@ -74,9 +76,10 @@ class LLMDebate(Method):
             others = topology.visible_messages(agent.name, ctx.transcript, r)
             return await agent.reply(debate_prompt(task, others), round=r)
 
-        final: list[Message] = []
+        responses: list[str] = []
         for r in range(cfg.rounds):
-            final = list(await asyncio.gather(*(turn(a, r) for a in agents)))
+            responses = [m.content for m in await asyncio.gather(*(turn(a, r) for a in agents))]
+            decision = majority_decision(task, responses)
+            ctx.propose(decision.response, round=r, votes=decision.vote.counts)
 
-        responses = [m.content for m in final]
         return await decide(ctx, task, responses, cfg.aggregate, round=cfg.rounds)

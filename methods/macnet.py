@@ -23,6 +23,8 @@ Algorithm (N actor nodes on a DAG, one critic on every edge):
 LLM calls: ``|sources| + 2·|E| + |{v : indegree(v) >= 2}| + [|sinks| >= 2]``. For N = 5:
 chain 9, star 10, tree 10, mesh 24, layered 18.
 
+Budget stop: the artifact of the latest node in topological order, a sink's once one exists.
+
 Deviations: prompts are our own paraphrase. The paper's virtual input and output nodes are
 implicit: the input edge costs the source's single call (no critic, as there is nothing to
 review), and the output node refines nothing: it only merges several sinks (MASLab also
@@ -46,6 +48,7 @@ from pydantic import Field
 
 from maslab.agents import Agent
 from maslab.context import Context
+from maslab.messages import Message
 from maslab.method import Method, MethodConfig, register_method
 from maslab.task import Solution, Task
 from maslab.topology import Topology
@@ -160,40 +163,43 @@ class MacNet(Method):
                     )
 
         artifacts: dict[str, str] = {}
+        sinks = topology.sinks()
+        # the best artifact so far: a sink's over any other, then the latest in layer order
+        rank = {n: (n in sinks, i) for i, n in enumerate(n for layer in layers for n in layer)}
 
-        async def through_edge(u: str, v: str, r: int) -> str:
+        async def through_edge(u: str, v: str, r: int, kind: str) -> Message:
             critique = await critics[u, v].reply(
                 critic_prompt(task, artifacts[u]),
                 round=r, kind="critique", recipients=(v,), remember=False,
             )  # fmt: skip
-            single = len(topology.predecessors(v)) == 1
-            revised = await actors[v].reply(
+            return await actors[v].reply(
                 revise_prompt(task, artifacts[u], critique.content),
-                round=r, kind="artifact" if single else "revision", remember=False,
+                round=r, kind=kind, remember=False,
             )  # fmt: skip
-            return revised.content
 
         async def run_node(v: str, r: int) -> None:
+            # the call that yields the artifact is awaited in this task, with no task in
+            # between, so the proposal below is made even in a budget stop's grace period
             preds = topology.predecessors(v)
             if not preds:
-                draft = await actors[v].reply(
+                artifact = await actors[v].reply(
                     draft_prompt(task), round=r, kind="artifact", remember=False
                 )
-                artifacts[v] = draft.content
-                return
-            versions = list(await asyncio.gather(*(through_edge(u, v, r) for u in preds)))
-            if len(versions) == 1:
-                artifacts[v] = versions[0]
-                return
-            merged = await actors[v].reply(
-                merge_prompt(task, versions), round=r, kind="artifact", remember=False
-            )
-            artifacts[v] = merged.content
+            elif len(preds) == 1:
+                artifact = await through_edge(preds[0], v, r, "artifact")
+            else:
+                versions = await asyncio.gather(*(through_edge(u, v, r, "revision") for u in preds))
+                artifact = await actors[v].reply(
+                    merge_prompt(task, [m.content for m in versions]),
+                    round=r, kind="artifact", remember=False,
+                )  # fmt: skip
+            artifacts[v] = artifact.content
+            best = max(artifacts, key=rank.__getitem__)
+            ctx.propose(artifacts[best], node=best)
 
         for r, layer in enumerate(layers):
             await asyncio.gather(*(run_node(v, r) for v in layer))
 
-        sinks = topology.sinks()
         metadata = {
             "topology": topology.name,
             "seed": seed if cfg.topology == "random" else None,

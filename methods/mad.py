@@ -19,6 +19,8 @@ extract it.
 
 LLM calls: 3r for an early stop after round r, else 3R + 2; between 3 and 3R + 2 (3-11 at R=3).
 
+Budget stop: the latest debater argument (a verdict or ruling that decides ends the run anyway).
+
 Deviations: prompts are our own paraphrase, and the JSON keys are ours. Verdicts are parsed
 defensively (never ``eval``, unlike the official code and MASLab): a malformed verdict counts
 as "no preference yet" and is recorded as ``None`` in ``metadata["verdicts"]``; an unparsable
@@ -34,6 +36,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
+from maslab.agents import Agent
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
 from maslab.parsing import parse_model
@@ -152,19 +155,21 @@ class MAD(Method):
         negative = ctx.agent(NEGATIVE, system=debater_system(task))
         moderator = ctx.agent(MODERATOR, system=moderator_system(task))
 
+        async def argue(debater: Agent, r: int, prompt: str) -> str:
+            said = await debater.reply(prompt, round=r)
+            ctx.propose(said.content, side=debater.name, round=r)
+            return said.content
+
         verdicts: list[dict[str, Any] | None] = []
-        negative_text = ""
+        neg = ""
         for r in range(1, rounds + 1):
-            aff = await affirmative.reply(
-                opening_prompt(task) if r == 1 else rebuttal_prompt(negative_text), round=r
-            )
-            neg = await negative.reply(
-                dissent_prompt(aff.content) if r == 1 else rebuttal_prompt(aff.content), round=r
-            )
-            negative_text = neg.content
-            said = await moderator.reply(
-                moderation_prompt(r, aff.content, neg.content), round=r, kind="verdict"
-            )
+            if r == 1:
+                aff = await argue(affirmative, r, opening_prompt(task))
+                neg = await argue(negative, r, dissent_prompt(aff))
+            else:
+                aff = await argue(affirmative, r, rebuttal_prompt(neg))
+                neg = await argue(negative, r, rebuttal_prompt(aff))
+            said = await moderator.reply(moderation_prompt(r, aff, neg), round=r, kind="verdict")
             verdict = parse_model(said.content, Verdict)
             verdicts.append(None if verdict is None else verdict.model_dump())
             if verdict is not None and verdict.preference and verdict.answer:

@@ -12,6 +12,8 @@ Algorithm (function set F, at most N = 5 steps; chain planner -> action_1 -> ...
 
 LLM calls: 1 + n, where n (1 <= n <= N) is the number of planned steps.
 
+Budget stop: the latest observation (the answer, had the plan ended at that step).
+
 Deviations:
 - The paper's planner is fine-tuned and has internalised F; here F is listed in both prompts
   (the approximation methods.md suggests). The plan is a JSON list of steps instead of steps
@@ -111,6 +113,7 @@ class PlannerExecutor(Method):
             executed = {"step": step, "call": None if call is None else call.model_dump()}
             ctx.post("executor", observation, round=i, kind="observation", metadata=executed)
             done.append({**executed, "observation": observation})
+            ctx.propose(observation, step=i)
 
         return Solution(
             answer=done[-1]["observation"],

@@ -16,6 +16,8 @@ only the first message. ``strong``/``weak`` default to the run's model.
 
 LLM calls: <= turn_cap (default 50), as collab_pair; the evaluator's grading is separate.
 
+Budget stop: the route made so far, as collab_pair (the game ends there and answers itself).
+
 Deviations: those of collab_pair (live MOVE-line agreement, announced positions, the game ends
 on the goal or a wall). The paper freezes the first K turns of earlier rollouts and continues
 them; here the first K turns are generated in the same run, which gives the same distribution.

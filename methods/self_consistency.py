@@ -5,13 +5,15 @@ Thought Reasoning in Language Models". arXiv:2203.11171 (ICLR 2023).
 
 Algorithm (k samples):
 
-1. Sample k chain-of-thought completions of the same prompt, all concurrently. Identical
-   requests get distinct draw indices from the Context, so they are independent samples and
-   are cached separately.
+1. Sample k chain-of-thought completions of the same prompt, all concurrently. Each sample is
+   its own agent, so it draws from its own random stream: the samples are independent and are
+   cached separately.
 2. Extract the final answer of each and return a completion whose answer wins the majority
    vote (the reasoning paths are marginalised out); ties go to the earliest sample.
 
 LLM calls: k (k + 1 with ``aggregate="llm"``).
+
+Budget stop: the vote over the samples completed so far, in sample order.
 
 Deviations: k = 5 by default (the paper uses 40; 5 is the usual multi-agent baseline setting);
 the sampling temperature is the run's (default 0.5; the paper uses 0.5-0.7). The prompt is
@@ -28,7 +30,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from maslab.aggregation import decide
+from maslab.aggregation import decide, majority_decision
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
 from maslab.task import Solution, Task
@@ -44,10 +46,16 @@ class SelfConsistency(Method):
         aggregate: Literal["majority", "llm"] = "majority"
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
-        k = self.config.k
         prompt = cot_prompt(task)
-        samples = await asyncio.gather(
-            *(ctx.agent(f"sample_{i}").reply(prompt, round=0) for i in range(1, k + 1))
-        )
-        responses = [m.content for m in samples]
+        done: dict[int, str] = {}
+
+        async def sample(i: int) -> str:
+            message = await ctx.agent(f"sample_{i}").reply(prompt, round=0)
+            done[i] = message.content
+            # sample order, not completion order: the vote must not depend on timing
+            decision = majority_decision(task, [done[j] for j in sorted(done)])
+            ctx.propose(decision.response, samples=len(done), votes=decision.vote.counts)
+            return message.content
+
+        responses = await asyncio.gather(*(sample(i) for i in range(1, self.config.k + 1)))
         return await decide(ctx, task, responses, self.config.aggregate, round=1)

@@ -1,4 +1,7 @@
-"""Vanilla: one model call on the task prompt. The floor every multi-agent method must beat."""
+"""Vanilla: one model call on the task prompt. The floor every multi-agent method must beat.
+
+Budget stop: no answer; the single call is the answer, so there is nothing to propose.
+"""
 
 from __future__ import annotations
 

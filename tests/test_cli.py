@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -11,8 +13,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from rich.console import Console
 
 from maslab.cli import main
+from maslab.evaluation import Score
+from maslab.progress import RunProgress
+from maslab.results import ResultRecord, RunStore
+from maslab.stats import summarize
 from maslab.testing.fake_server import FakeOpenAIServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"
@@ -225,3 +232,35 @@ def test_data_import_and_path_and_cache_commands(tmp_path, monkeypatch, capsys):
     assert "5 responses" in capsys.readouterr().out
     assert run_cli("cache", "clear") == 0
     assert "removed 5" in capsys.readouterr().out
+
+
+def test_repeats_give_pass_at_k_the_spread_and_a_noise_note(tmp_path, capsys):
+    draws = random.Random(3)
+    golds = ["14", "2400", "90", "260", "37"]  # each task's gold: right one time in five
+    with FakeOpenAIServer(lambda r: f"The answer is {draws.choice(golds)}.") as server:
+        assert run_cli(
+            "run", "--method", "cot", "--benchmark", "gsm8k", "--data", GSM8K,
+            "--model", f"openai:fake@{server.base_url}", "--repeats", "4", "--concurrency", "1",
+            "--no-cache", "--out", tmp_path / "run", "--quiet",
+        ) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "repeats: single-run pass@1" in printed and "pass@4" in printed and "pass^4" in printed
+    summary = summarize(RunStore(tmp_path / "run").results())
+    assert summary.repeat_spread is not None and summary.repeat_spread[1] > summary.repeat_spread[0]
+    assert run_cli("show", tmp_path / "run") == 0
+    assert "pass@4" in capsys.readouterr().out
+    assert "pass@4" in (tmp_path / "run" / "report.html").read_text()
+    assert run_cli("compare", tmp_path / "run", tmp_path / "run") == 0
+    printed = capsys.readouterr().out
+    assert "5 paired tasks (4 and 4 repeats)" in printed and "permutation test" in printed
+    assert "inside the run-to-run noise" in printed
+
+
+def test_progress_of_a_resumed_run_covers_the_samples_finished_before():
+    score = Score(value=1.0, correct=True, extracted="1")
+    usage = {"calls": 2, "prompt_tokens": 10, "cached_prompt_tokens": 5}
+    before = [
+        ResultRecord(task_id=f"t{i}", status="ok", score=score, usage=usage) for i in range(3)
+    ]
+    progress = RunProgress("run", 6, done=before, console=Console(file=io.StringIO()))
+    assert (progress.done, progress.tokens, progress.calls) == (3, 45, 6)

@@ -12,7 +12,7 @@ from benchmarks.collab_maze import HIDDEN, CollabMaze, Maze, maze_of
 from evaluators.collab_maze import CollabMazeEvaluator, outcome, parse_route
 from maslab.benchmark import get_benchmark
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.context import Context
 from maslab.errors import ConfigError
 from maslab.evaluation import get_evaluator
 from maslab.llm import ModelPool
@@ -264,14 +264,6 @@ async def test_the_completion_phrase_and_a_wall_end_the_game():
     assert solution.metadata["ended"] == "wall" and solution.answer == "Route: right, down"
     score = await CollabMazeEvaluator().score(hand_task(), solution.answer)
     assert "wall hit at move 2" in score.explanation and not score.correct
-
-
-async def test_budget_ends_the_game_with_the_route_so_far():
-    model = ScriptedModel(agreeing(SHORTEST))
-    ctx = Context(model, budget=Budget(max_calls=3))
-    solution = await get_method("collab_pair")().solve(hand_task(), ctx)
-    assert len(model.calls) == 3 and solution.metadata["ended"] == "budget"
-    assert solution.answer == "Route: down" and "budget exceeded" in solution.metadata["budget"]
 
 
 async def test_per_agent_models_and_non_maze_tasks():

@@ -343,7 +343,7 @@ class Table(Evaluator):
         super().__init__()
         self.verdicts = verdicts
 
-    async def score(self, task: Task, answer: str) -> Score:
+    async def score(self, task: Task, answer: str, *, ctx: object = None) -> Score:
         ok = self.verdicts[task.id]
         return Score(value=float(ok), correct=ok, extracted=answer)
 

@@ -11,6 +11,11 @@ from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.topology import Topology
 
 USAGE = {"calls": 2, "prompt_tokens": 300, "completion_tokens": 50, "cached_prompt_tokens": 0}
+# a mixed team: one call on each model
+BY_MODEL = {
+    "gpt-x": {"calls": 1, "prompt_tokens": 200, "completion_tokens": 30},
+    "gpt-y": {"calls": 1, "prompt_tokens": 100, "completion_tokens": 20},
+}
 
 
 def make_run(directory: Path, method: str, outcomes: list[bool]) -> Path:
@@ -19,8 +24,9 @@ def make_run(directory: Path, method: str, outcomes: list[bool]) -> Path:
     for i, correct in enumerate(outcomes):
         score = Score(value=float(correct), correct=correct, extracted=str(i), explanation="")
         result = ResultRecord(
-            task_id=f"t{i}", status="ok", answer=str(i), gold="1", score=score, usage=USAGE
-        )
+            task_id=f"t{i}", status="ok", answer=str(i), gold="1", score=score, usage=USAGE,
+            usage_by_model=BY_MODEL,
+        )  # fmt: skip
         messages = [
             {"sender": "a", "content": "<script>alert(1)</script>", "round": 0, "kind": "message"},
             {"sender": "b", "content": "I agree & so on", "round": 1, "recipients": ["c"]},
@@ -61,12 +67,13 @@ def leaderboard_rows(page: str) -> list[str]:
 
 def test_report_is_self_contained_and_escaped(tmp_path):
     run = make_run(tmp_path / "run", "debate", [True, True, False])
-    out = build_report([run], tmp_path / "out" / "report.html", prices={"gpt-x": (1.0, 2.0)})
+    prices = {"gpt-x": (1.0, 2.0), "gpt-y": (10.0, 20.0)}
+    out = build_report([run], tmp_path / "out" / "report.html", prices=prices)
     assert out.exists()
     page = out.read_text()
     [row] = leaderboard_rows(page)
     assert "debate" in row and "66.7% [20.8, 93.9]" in row
-    assert "$0.0004" in row  # (300 * 1 + 50 * 2) / 1e6
+    assert "$0.0017" in row  # each model at its own price: (200·1 + 30·2 + 100·10 + 20·20) / 1e6
     assert "data:image/png;base64," in page
     assert page.count("<img") == 2  # the plot and one topology
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page

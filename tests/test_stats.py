@@ -11,8 +11,10 @@ from maslab.evaluation import Score
 from maslab.results import ResultRecord
 from maslab.stats import (
     bootstrap_ci,
+    clustered_interval,
     mcnemar_exact,
     paired_comparison,
+    paired_permutation_test,
     pass_at_k,
     pass_hat_k,
     summarize,
@@ -87,32 +89,150 @@ def test_bootstrap_is_deterministic_and_covers_the_mean():
         bootstrap_ci([])
 
 
-def test_summarize_keeps_errors_and_unparsed_in_the_denominator():
-    usage = {"calls": 2, "prompt_tokens": 100, "completion_tokens": 20, "latency_s": 1.0}
+def runs(outcomes: list[list[bool]]) -> list[ResultRecord]:
+    """Records of tasks t0, t1, ...; ``outcomes[i]`` holds task i's correctness per repeat."""
+    return [
+        record(f"t{task}", ok, repeat)
+        for task, repeats in enumerate(outcomes)
+        for repeat, ok in enumerate(repeats)
+    ]
+
+
+def test_clustered_interval_by_hand():
+    # means [1, .5, .5, 0] of 2 repeats (8 records): p = .5, SE² = (.25 + 0 + 0 + .25) / (4 * 3)
+    # = 1/24, n_eff = .25 / (1/24) = 6 -> Wilson at 3 of 6: centre .5,
+    # half = 1.95996 * sqrt(.25/6 + 3.84146/144) / (1 + 3.84146/6) = .31238
+    assert clustered_interval([1, 0.5, 0.5, 0], 8) == pytest.approx((0.18762, 0.81238), abs=1e-5)
+    assert clustered_interval([1, 0.5, 0.5, 0], 8) == pytest.approx(wilson_interval(3, 6))
+    # [1, 1, 0, 0]: SE² = 4 * .25 / 12 = 1/12, n_eff = .25 * 12 = 3, raised to T = 4: 2 of 4
+    assert clustered_interval([1, 1, 0, 0], 8) == pytest.approx(wilson_interval(2, 4))
+    # seven tasks at .5 and one at 1, 2 repeats each (16 records): p = 4.5/8 = .5625,
+    # Σ(p_t - p)² = 7 * .0625² + .4375² = .21875, SE² = .21875 / 56 = .00390625,
+    # n_eff = .5625 * .4375 / .00390625 = 63, capped at 16 records: 9 of 16
+    assert clustered_interval([0.5] * 7 + [1], 16) == pytest.approx(wilson_interval(9, 16))
+    # no spread between tasks, or a single task: n_eff = T
+    assert clustered_interval([1 / 3] * 3, 9) == pytest.approx(wilson_interval(1, 3))
+    assert clustered_interval([1.0], 5) == pytest.approx(wilson_interval(1, 1))
+    assert clustered_interval([], 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        clustered_interval([1, 0], 1)
+
+
+def test_one_repeat_gives_the_wilson_interval_over_tasks():
+    s = summarize(runs([[True], [False], [True], [True], [False]]))
+    assert s.ci == pytest.approx(wilson_interval(3, 5))
+    assert s.ci == pytest.approx(wilson_interval(s.correct, s.tasks))
+
+
+@pytest.mark.parametrize("repeats", [3, 10])
+def test_identical_repeats_do_not_narrow_the_interval(repeats):
+    # 14 of 40 tasks (i % 3 == 0) always right: repeating them adds no information
+    outcome = [i % 3 == 0 for i in range(40)]
+    once = summarize(runs([[ok] for ok in outcome]))
+    many = summarize(runs([[ok] * repeats for ok in outcome]))
+    assert many.n == 40 * repeats
+    assert many.accuracy == pytest.approx(14 / 40)
+    assert many.ci == pytest.approx(once.ci)
+    assert once.ci == pytest.approx(wilson_interval(14, 40))
+
+
+def test_clustered_interval_covers_under_task_heterogeneity():
+    # 400 runs of 30 tasks x 5 repeats; task success rates ~ Beta(.5, .5), population mean .5
+    rng = np.random.default_rng(0)
+    clustered = naive = 0
+    for _ in range(400):
+        hits = rng.binomial(5, rng.beta(0.5, 0.5, size=30))
+        lo, hi = clustered_interval(hits / 5, 150)
+        clustered += lo <= 0.5 <= hi
+        lo, hi = wilson_interval(int(hits.sum()), 150)
+        naive += lo <= 0.5 <= hi
+    assert clustered / 400 >= 0.9
+    assert naive / 400 < 0.85
+
+
+def test_summarize_averages_tasks_and_keeps_errors_and_unparsed_in_the_denominator():
     records = [
-        record("a", True, usage=usage),
-        record("a", False, repeat=1, usage=usage),
-        record("b", True, usage={**usage, "cached_prompt_tokens": 40}),
+        record("a", True),
+        record("a", False, repeat=1),
+        record("a", False, repeat=2),
+        record("b", True),
         record("b", True, repeat=1),
         ResultRecord(task_id="c", status="error", error="boom"),
         ResultRecord(task_id="c", repeat=1, status="ok", score=Score.unparsable()),
     ]
     s = summarize(records)
-    assert (s.n, s.tasks, s.repeats, s.correct) == (6, 3, 2, 3)
-    assert s.accuracy == pytest.approx(0.5)
-    assert s.ci == wilson_interval(3, 6)
+    assert (s.n, s.tasks, s.repeats, s.correct) == (7, 3, 2, 3)
     assert (s.errors, s.unparsed, s.budget_stopped) == (1, 1, 0)
-    assert s.total_tokens == 360
-    assert s.mean_tokens == pytest.approx(60)
-    assert s.mean_cached_tokens == pytest.approx(40 / 6)
-    assert s.mean_calls == pytest.approx(1.0)
-    assert s.mean_latency_s == pytest.approx(0.5)
-    # per task (n=2): a has c=1, b c=2, c c=0
-    assert s.pass_at(1) == pytest.approx((0.5 + 1 + 0) / 3)
-    assert s.pass_at(2) == pytest.approx((1 + 1 + 0) / 3)
+    # task means 1/3, 1, 0 (record accuracy would be 3/7)
+    assert s.accuracy == pytest.approx(4 / 9)
+    assert s.ci == clustered_interval([1 / 3, 1, 0], 7)
+    # repeat 0: a, b right, c wrong; 1: b right; 2: only task a, wrong
+    assert s.per_repeat == pytest.approx((2 / 3, 1 / 3, 0))
+    # per task (fewest repeats 2): a n=3 c=1, b n=2 c=2, c n=2 c=0
+    assert s.pass_at(1) == pytest.approx((1 / 3 + 1 + 0) / 3)
+    assert s.pass_at(2) == pytest.approx((2 / 3 + 1 + 0) / 3)
     assert s.pass_hat(2) == pytest.approx((0 + 1 + 0) / 3)
     with pytest.raises(ValueError):
         s.pass_at(3)
+
+
+def test_per_repeat_and_repeat_spread():
+    s = summarize(runs([[True, True], [True, False], [False, False]]))
+    assert s.per_repeat == pytest.approx((2 / 3, 1 / 3))
+    # sample std (ddof=1) of [2/3, 1/3]: |2/3 - 1/3| / sqrt(2) = .2357
+    assert s.repeat_spread == pytest.approx((1 / 3, 2 / 3, 0.2357), abs=1e-4)
+    assert summarize(runs([[True], [False]])).repeat_spread is None
+
+
+def test_summarize_costs():
+    records = [
+        record(
+            "a",
+            True,
+            usage={
+                "calls": 2, "prompt_tokens": 100, "completion_tokens": 20,
+                "cached_prompt_tokens": 50, "cached_completion_tokens": 10,
+                "latency_s": 1.0, "estimated_calls": 1,
+            },
+            usage_by_model={
+                "m1": {"prompt_tokens": 100, "completion_tokens": 20},
+                "m2": {"cached_prompt_tokens": 50, "cached_completion_tokens": 10},
+            },
+            scoring_usage={"prompt_tokens": 7, "completion_tokens": 3, "cached_prompt_tokens": 5},
+        ),
+        record(
+            "b",
+            False,
+            usage={"calls": 1, "prompt_tokens": 200, "completion_tokens": 40},
+            usage_by_model={"m1": {"prompt_tokens": 200, "completion_tokens": 40}},
+        ),
+    ]  # fmt: skip
+    retried = ResultRecord(
+        task_id="b",
+        status="error",
+        error="boom",
+        usage={"prompt_tokens": 30, "completion_tokens": 5, "cached_prompt_tokens": 1000},
+        scoring_usage={"prompt_tokens": 1},
+    )
+    s = summarize(records, superseded=[retried])
+    assert s.mean_tokens == pytest.approx((120 + 60 + 240) / 2)  # spent + cached
+    assert s.mean_spent_tokens == pytest.approx((120 + 240) / 2)
+    assert s.mean_cached_tokens == pytest.approx(60 / 2)
+    assert s.mean_prompt_tokens == pytest.approx((100 + 50 + 200) / 2)
+    assert s.mean_completion_tokens == pytest.approx((20 + 10 + 40) / 2)
+    assert (s.mean_calls, s.mean_latency_s) == pytest.approx((1.5, 0.5))
+    assert s.mean_scoring_tokens == pytest.approx((7 + 3 + 5) / 2)
+    # spent only: method 360 + scoring 10 + superseded method 35 + superseded scoring 1
+    assert s.total_served_tokens == 406
+    assert s.estimated_calls == 1
+    assert s.consumed_by_model == {"m1": (150, 30), "m2": (25, 5)}
+    # m1: 150 * $1 + 30 * $2; m2: 25 * $10 + 5 * $30 -> $610 per 1M
+    prices = {"m1": (1.0, 2.0), "m2": (10.0, 30.0)}
+    assert s.cost(prices) == pytest.approx(610e-6)
+    assert s.cost({"m1": (1.0, 2.0)}) is None
+    plain = summarize(records)
+    assert (plain.n, plain.accuracy, plain.ci) == (s.n, s.accuracy, s.ci)
+    assert plain.total_served_tokens == 370
 
 
 def test_summarize_counts_budget_stops_and_handles_no_records():
@@ -120,16 +240,18 @@ def test_summarize_counts_budget_stops_and_handles_no_records():
     assert summarize([budget]).budget_stopped == 1
     empty = summarize([])
     assert (empty.n, empty.accuracy, empty.ci, empty.repeats) == (0, 0.0, (0.0, 1.0), 0)
+    assert (empty.per_repeat, empty.repeat_spread, empty.cost({})) == ((), None, 0.0)
 
 
-def test_paired_comparison():
+def test_paired_comparison_with_one_repeat_is_mcnemar():
     a_right = [True] * 5 + [False] * 5 + [True, False]
     b_right = [True] * 5 + [True] * 4 + [False] + [False, True]
     a = [record(f"t{i}", ok) for i, ok in enumerate(a_right)] + [record("only-a", True)]
     b = [record(f"t{i}", ok) for i, ok in enumerate(b_right)]
     b += [record("only-b", True), record("only-b", True, repeat=1)]
     p = paired_comparison(a, b, seed=7)
-    assert (p.n, p.only_a, p.only_b) == (12, 1, 2)
+    assert (p.n, p.only_a, p.only_b) == (12, 1, 1)
+    assert (p.test, p.repeats_a, p.repeats_b) == ("mcnemar", 1, 1)
     assert p.accuracy_a == pytest.approx(6 / 12)
     assert p.accuracy_b == pytest.approx(10 / 12)
     assert p.difference == pytest.approx(4 / 12)
@@ -137,11 +259,58 @@ def test_paired_comparison():
     assert p.p_value == pytest.approx(mcnemar_exact(1, 5))
     assert p.ci[0] <= p.difference <= p.ci[1]
     assert p == paired_comparison(a, b, seed=7)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="both runs"):
         paired_comparison(a[:1], b[-1:])
 
 
-def test_paired_comparison_without_discordant_pairs():
-    runs = [record("t", True), record("u", False)]
-    p = paired_comparison(runs, runs)
+def test_paired_comparison_pairs_tasks_not_records():
+    # per-task means a: 0, .5, 0, .5; b: .5, 1, 1, .5 -> diffs [.5, .5, 1, 0]
+    a = runs([[False, False], [False, True], [False, False], [True, False]])
+    b = runs([[True, False], [True, True], [True, True], [False, True]])
+    a.append(record("only-a", True))
+    b += [record("only-b", True), record("only-b2", False)]
+    p = paired_comparison(a, b)
+    assert (p.n, p.only_a, p.only_b) == (4, 1, 2)
+    assert (p.test, p.repeats_a, p.repeats_b) == ("permutation", 2, 2)
+    assert (p.accuracy_a, p.accuracy_b, p.difference) == pytest.approx((0.25, 0.75, 0.5))
+    assert (p.a_only_correct, p.b_only_correct) == (0, 3)
+    # the zero diff drops out; signs of (.5, .5, 1) give sums ±2 (+++, ---), ±1 (+-+, -++,
+    # +--, -+-), 0 (++-, --+): 2 of 8 reach |observed sum| 2, p = .25
+    assert p.p_value == pytest.approx(0.25)
+
+
+def test_paired_comparison_with_unequal_repeats_uses_the_permutation_test():
+    a = runs([[True], [False], [False]])
+    b = runs([[True, True], [True, True], [True, False]])
+    p = paired_comparison(a, b)
+    assert (p.test, p.repeats_a, p.repeats_b, p.b_only_correct) == ("permutation", 1, 2, 2)
+    # diffs [0, 1, .5]: signs of (1, .5) give |sums| 1.5, .5, .5, 1.5 -> p = 2/4
+    assert p.p_value == pytest.approx(0.5)
+
+
+def test_paired_comparison_without_differences():
+    same = [record("t", True), record("u", False)]
+    p = paired_comparison(same, same)
     assert (p.difference, p.ci, p.p_value) == (0.0, (0.0, 0.0), 1.0)
+    repeated = runs([[True, False], [False, False]])
+    assert paired_comparison(repeated, repeated).p_value == 1.0
+
+
+def test_permutation_test_on_signs_is_the_exact_sign_test():
+    # five +1, one -1, three ties: 2 * (1 + 6) / 2^6 = .21875 = McNemar(1, 5)
+    assert paired_permutation_test([1] * 5 + [-1] + [0] * 3) == pytest.approx(0.21875)
+    assert paired_permutation_test([1] * 5 + [-1]) == pytest.approx(mcnemar_exact(1, 5))
+    # 16 nonzero diffs, still exact: only all-plus and all-minus reach the observed sum
+    assert paired_permutation_test(range(1, 17)) == pytest.approx(2 / 2**16)
+    with pytest.raises(ValueError):
+        paired_permutation_test([])
+
+
+def test_permutation_test_monte_carlo():
+    diffs = [1] * 20 + [-1] * 10 + [0] * 5  # 30 nonzero: sampled, not enumerated
+    p = paired_permutation_test(diffs, seed=3)
+    assert p == paired_permutation_test(diffs, seed=3)
+    assert p != paired_permutation_test(diffs, seed=4)
+    assert p == pytest.approx(mcnemar_exact(10, 20), abs=0.01)  # the exact answer, .0987
+    # 20 positive diffs: no random pattern of 20,000 is likely to reach them, p = 1 / 20,001
+    assert paired_permutation_test([0.5] * 20) < 0.001

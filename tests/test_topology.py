@@ -371,7 +371,7 @@ def test_visible_messages_complete_previous_round(debate: Transcript) -> None:
     assert contents(t.visible_messages("b", debate, 1)) == ["a0", "c0"]
     assert contents(t.visible_messages("c", debate, 1)) == ["a0", "b0"]
     assert contents(t.visible_messages("a", debate, 2)) == ["b1", "c1"]
-    assert contents(t.visible_messages("b", debate, 2)) == ["a1", "c1", "a1->b"]
+    assert contents(t.visible_messages("b", debate, 2)) == ["a1", "a1->b", "c1"]
     assert contents(t.visible_messages("c", debate, 2)) == ["a1", "b1"]
     assert t.visible_messages("a", debate, 0) == []
 
@@ -401,10 +401,16 @@ def test_visible_messages_history(debate: Transcript) -> None:
         "a0",
         "c0",
         "a1",
-        "c1",
         "a1->b",
+        "c1",
     ]
     assert contents(t.visible_messages("c", debate, 1, rounds="history")) == ["a0", "b0"]
+
+
+def test_visible_messages_follow_node_order_not_completion_order() -> None:
+    finished = [Message(sender=name, content=name, round=0) for name in ("c", "a", "b")]
+    t = Topology.complete(["a", "b", "c", "d"])
+    assert contents(t.visible_messages("d", finished, 1)) == ["a", "b", "c"]
 
 
 def test_visible_messages_accepts_plain_list(debate: Transcript) -> None:

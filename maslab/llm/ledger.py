@@ -1,16 +1,25 @@
-"""The usage ledger: one record per model call, with totals that separate cached from spent."""
+"""The usage ledger: one record per model call, with totals that separate cached from spent.
+
+Calls have a purpose: ``method`` (the method's own work, its cost) or ``scoring`` (an evaluator's
+judge, reported apart so that the scorer never changes a method's cost).
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from maslab.llm.types import ChatMessage
+
+Purpose = Literal["method", "scoring"]
 
 
 @dataclass(slots=True)
 class CallRecord:
-    """One model call of one sample. Failed calls have ``error`` set and zero tokens."""
+    """One model call of one sample. Failed calls have ``error`` set and zero tokens.
+
+    ``estimated``: the server reported no token counts, so the tokens are an estimate.
+    """
 
     sample_id: str
     agent: str | None
@@ -20,8 +29,10 @@ class CallRecord:
     completion_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False
+    estimated: bool = False
     error: str | None = None
     draw: int = 0
+    purpose: Purpose = "method"
     messages: tuple[ChatMessage, ...] = ()
     response: str | None = None
 
@@ -34,15 +45,38 @@ class UsageTotals:
     calls: int = 0
     cached_calls: int = 0
     failed_calls: int = 0
+    estimated_calls: int = 0
     prompt_tokens: int = 0  # spent: fresh calls only
     completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # replayed from the response cache
     cached_completion_tokens: int = 0
     latency_s: float = 0.0
 
     @property
     def total_tokens(self) -> int:
+        """Newly spent tokens."""
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def consumed_tokens(self) -> int:
+        """Every token the calls used, spent now or replayed from the cache."""
+        return self.total_tokens + self.cached_prompt_tokens + self.cached_completion_tokens
+
+
+def _totals(rows: list[CallRecord]) -> UsageTotals:
+    fresh = [r for r in rows if not r.cached and r.error is None]
+    cached = [r for r in rows if r.cached]
+    return UsageTotals(
+        calls=len(rows),
+        cached_calls=len(cached),
+        failed_calls=sum(r.error is not None for r in rows),
+        estimated_calls=sum(r.estimated for r in rows),
+        prompt_tokens=sum(r.prompt_tokens for r in fresh),
+        completion_tokens=sum(r.completion_tokens for r in fresh),
+        cached_prompt_tokens=sum(r.prompt_tokens for r in cached),
+        cached_completion_tokens=sum(r.completion_tokens for r in cached),
+        latency_s=sum(r.latency_s for r in rows),
+    )
 
 
 @dataclass
@@ -52,22 +86,25 @@ class UsageLedger:
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
 
-    def totals(self, *, model: str | None = None, agent: str | None = None) -> UsageTotals:
-        """Sums over the records, optionally of one model or agent."""
-        rows = [
-            r
-            for r in self.records
-            if (model is None or r.model == model) and (agent is None or r.agent == agent)
-        ]
-        fresh = [r for r in rows if not r.cached and r.error is None]
-        cached = [r for r in rows if r.cached]
-        return UsageTotals(
-            calls=len(rows),
-            cached_calls=len(cached),
-            failed_calls=sum(r.error is not None for r in rows),
-            prompt_tokens=sum(r.prompt_tokens for r in fresh),
-            completion_tokens=sum(r.completion_tokens for r in fresh),
-            cached_prompt_tokens=sum(r.prompt_tokens for r in cached),
-            cached_completion_tokens=sum(r.completion_tokens for r in cached),
-            latency_s=sum(r.latency_s for r in rows),
+    def totals(
+        self,
+        *,
+        model: str | None = None,
+        agent: str | None = None,
+        purpose: Purpose | None = "method",
+    ) -> UsageTotals:
+        """Sums over the records of ``purpose`` (None: all), optionally of one model or agent."""
+        return _totals(
+            [
+                r
+                for r in self.records
+                if (model is None or r.model == model)
+                and (agent is None or r.agent == agent)
+                and (purpose is None or r.purpose == purpose)
+            ]
         )
+
+    def by_model(self, purpose: Purpose | None = "method") -> dict[str, UsageTotals]:
+        """Totals per model, in the order models were first called."""
+        models = dict.fromkeys(r.model for r in self.records if purpose in (None, r.purpose))
+        return {m: self.totals(model=m, purpose=purpose) for m in models}

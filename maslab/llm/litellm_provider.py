@@ -60,4 +60,4 @@ class LiteLLMModel(ChatModelBase):
         except Exception as exc:  # litellm raises many types; classify, never swallow
             raise _as_llm_error(exc, self.name) from None
         data = response.model_dump() if hasattr(response, "model_dump") else dict(response)
-        return completion_from_payload(data, self.model, time.perf_counter() - started)
+        return completion_from_payload(data, self.model, time.perf_counter() - started, request)

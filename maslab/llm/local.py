@@ -94,14 +94,14 @@ class LocalModel(ChatModelBase):
     def _generate(self, engine: _Engine, request: ChatRequest) -> Completion:
         """Runs on the model's worker thread; latency excludes the wait in its queue."""
         params = request.sampling()
-        if "seed" not in params:  # reproducible sampling; identical requests differ by draw
+        if "seed" not in params:  # reproducible sampling, keyed like the cache (stream and draw)
             params["seed"] = int(request.fingerprint(self.name)[:8], 16)
         started = time.perf_counter()
         try:
             payload = engine.llama.create_chat_completion(messages=list(request.messages), **params)
         except ValueError as exc:  # e.g. the prompt does not fit the context window
             raise LLMError(str(exc), model=self.name) from None
-        return completion_from_payload(payload, self.name, time.perf_counter() - started)
+        return completion_from_payload(payload, self.name, time.perf_counter() - started, request)
 
     async def complete(self, request: ChatRequest) -> Completion:
         loop = asyncio.get_running_loop()

@@ -64,17 +64,33 @@ def error_detail(body: bytes) -> str:
         return body[:200].decode("utf-8", "replace")
 
 
-def completion_from_payload(data: Any, model: str, latency: float) -> Completion:
-    """Turn a chat-completion JSON object into a :class:`Completion`, or raise MalformedResponse."""
+def estimate_usage(request: ChatRequest, text: str) -> Usage:
+    """Roughly four characters a token; for servers whose replies carry no ``usage``."""
+    prompt = sum(len(m["content"]) for m in request.messages)
+    return Usage(-(-prompt // 4), -(-len(text) // 4), estimated=True)
+
+
+def completion_from_payload(
+    data: Any, model: str, latency: float, request: ChatRequest
+) -> Completion:
+    """Turn a chat-completion JSON object into a :class:`Completion`, or raise MalformedResponse.
+
+    A reply without token counts gets an estimate, marked as such, never a silent zero.
+    """
     try:
         choice = data["choices"][0]
         text = choice["message"].get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError):
         raise MalformedResponse("response has no choices[0].message", model=model) from None
     usage = data.get("usage") or {}
+    counted = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
     return Completion(
         text=text,
-        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+        usage=(
+            Usage(*map(int, counted))
+            if all(isinstance(n, int) for n in counted)
+            else estimate_usage(request, text)
+        ),
         model=str(data.get("model") or model),
         latency_s=latency,
         finish_reason=choice.get("finish_reason"),
@@ -127,7 +143,7 @@ class OpenAIHTTP(ChatModelBase):
             data = orjson.loads(payload)
         except orjson.JSONDecodeError:
             raise MalformedResponse("response body is not JSON", model=self.name) from None
-        return completion_from_payload(data, self.model, latency)
+        return completion_from_payload(data, self.model, latency, request)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
@@ -186,7 +202,7 @@ class OpenAISDK(ChatModelBase):
             raise MalformedResponse(f"unusable response body ({exc})", model=self.name) from None
         latency = time.perf_counter() - started
         data = response.model_dump() if hasattr(response, "model_dump") else response
-        return completion_from_payload(data, self.model, latency)
+        return completion_from_payload(data, self.model, latency, request)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -20,7 +20,12 @@ class ChatMessage(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """Everything that determines a completion; ``draw`` numbers identical requests of a sample."""
+    """Everything that determines a completion.
+
+    ``scope`` names the random stream the request draws from (run seed, task, repeat, agent)
+    and ``draw`` numbers identical requests within it: both are part of the cache key, never
+    of the wire request, so repeats and re-seeded runs draw afresh while a re-run replays.
+    """
 
     messages: tuple[ChatMessage, ...]
     temperature: float | None = None
@@ -30,6 +35,7 @@ class ChatRequest:
     seed: int | None = None
     extra: Mapping[str, Any] | None = None
     draw: int = 0
+    scope: str = ""
 
     def sampling(self) -> dict[str, Any]:
         """Sampling fields that are set, in the chat-completions body layout."""
@@ -52,17 +58,20 @@ class ChatRequest:
         """Stable hash of the request under ``namespace`` (the model's identity)."""
         payload = {"ns": namespace, "messages": self.messages, "params": self.sampling()}
         if with_draw:
-            payload["draw"] = self.draw
+            payload["draw"] = [self.scope, self.draw]
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
-    def with_draw(self, draw: int) -> ChatRequest:
-        return replace(self, draw=draw)
+    def with_draw(self, draw: int, scope: str = "") -> ChatRequest:
+        return replace(self, draw=draw, scope=scope)
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens of one call; ``estimated`` when the server reported none and maslab counted."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:

@@ -98,7 +98,8 @@ class FakeOpenAIServer:
 
     ``faults`` maps fault kinds (:data:`FAULTS`) to per-request rates; ``schedule`` forces faults
     by 1-based request number and wins over rates. ``latency`` is seconds, a uniform ``(lo, hi)``
-    range, or a callable. Random draws use ``random.Random(seed)``.
+    range, or a callable. Random draws use ``random.Random(seed)``. ``report_usage=False``
+    leaves token counts out of replies (as some servers do); ``served_*`` still count them.
     """
 
     def __init__(
@@ -113,6 +114,7 @@ class FakeOpenAIServer:
         seed: int = 0,
         model: str = "fake-model",
         api_key: str | None = None,
+        report_usage: bool = True,
     ) -> None:
         self.script = script if isinstance(script, Script) else Script(script)
         self.latency = latency
@@ -120,6 +122,7 @@ class FakeOpenAIServer:
         self.hang_s = hang_s
         self.model = model
         self.api_key = api_key
+        self.report_usage = report_usage
         self.port: int | None = None
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -313,16 +316,14 @@ class FakeOpenAIServer:
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
         }
-        return _json(
-            {
-                "id": f"chatcmpl-fake-{number}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": usage,
-            }
-        )
+        body = {
+            "id": f"chatcmpl-fake-{number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+        return _json({**body, "usage": usage} if self.report_usage else body)
 
     async def _fault(self, request: web.Request, kind: str) -> web.Response:
         if kind == "429":
