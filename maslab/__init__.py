@@ -9,7 +9,7 @@ solution = await method.solve(task, Context(load_model("openai:gpt-4o-mini")))
 from maslab.agents import Agent
 from maslab.benchmark import Benchmark, get_benchmark, list_benchmarks
 from maslab.context import Budget, Context
-from maslab.errors import BudgetExceeded, ConfigError, LLMError, MaslabError
+from maslab.errors import BudgetExceeded, ConfigError, LLMError, MaslabError, SampleEnded
 from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
 from maslab.llm.registry import ModelPool, load_model
 from maslab.llm.types import ChatModel, Completion, Usage
@@ -36,6 +36,7 @@ __all__ = [
     "Method",
     "MethodConfig",
     "ModelPool",
+    "SampleEnded",
     "Score",
     "Solution",
     "Task",

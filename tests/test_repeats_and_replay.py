@@ -14,6 +14,7 @@ import pytest
 from maslab.cli import main
 from maslab.context import Context
 from maslab.llm.cache import Cached, ResponseCache
+from maslab.llm.local import LocalModel, _Engine
 from maslab.llm.types import ChatRequest
 from maslab.method import get_method
 from maslab.task import Task
@@ -78,16 +79,21 @@ def test_epochs_is_an_alias_of_repeats(tmp_path):
     assert orjson.loads((tmp_path / "a" / "manifest.json").read_bytes())["repeats"] == 2
 
 
-def test_local_model_seed_follows_the_draw_identity():
-    """The embedded model derives its sampling seed from the same key as the cache."""
+def test_local_model_seeds_its_sampler_by_the_draw(tmp_path):
+    """Without a cache, repeats and new seeds still sample afresh on the embedded model."""
+    seeds: list[int] = []
+
+    class Llama:
+        def create_chat_completion(self, messages: list, **params: object) -> dict:
+            seeds.append(params["seed"])
+            return {"choices": [{"message": {"content": "x"}}], "usage": {}}
+
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    model, engine = LocalModel(str(tmp_path / "m.gguf")), _Engine(Llama())
     base = ChatRequest(({"role": "user", "content": "hi"},), temperature=0.5)
-    keys = {
-        base.with_draw(0, "0\x1ft\x1f0\x1fa").fingerprint("local:m"),
-        base.with_draw(0, "0\x1ft\x1f1\x1fa").fingerprint("local:m"),  # another repeat
-        base.with_draw(0, "7\x1ft\x1f0\x1fa").fingerprint("local:m"),  # another seed
-        base.with_draw(1, "0\x1ft\x1f0\x1fa").fingerprint("local:m"),  # another draw
-    }
-    assert len(keys) == 4
+    for seed, repeat, draw in ((0, 0, 0), (0, 0, 0), (0, 1, 0), (7, 0, 0), (0, 0, 1)):
+        model._generate(engine, base.with_draw(draw, f"{seed}\x1ft1\x1f{repeat}\x1fagent"))
+    assert seeds[0] == seeds[1] and len(set(seeds)) == 4
 
 
 # -- prompts do not depend on completion order ---------------------------------------------------
