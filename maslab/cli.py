@@ -237,7 +237,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if widest is not None and abs(p.difference) <= widest:
         console.print(
             f"the difference lies inside the run-to-run noise: single-repeat pass@1 varies by up "
-            f"to {widest:.1%} between repeats of one run"
+            f"to {widest:.1%} between repeats of one run, so a comparison on one repeat could "
+            "not tell a difference this large from chance"
         )
     return 0
 
