@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from rich.console import Console
@@ -22,6 +22,9 @@ from rich.table import Table
 from maslab.errors import MaslabError
 from maslab.llm.local import DEMO_MODEL
 from maslab.paths import default_response_cache
+
+if TYPE_CHECKING:
+    from maslab.results import RunStore
 
 console = Console(soft_wrap=True)
 DEMO_MAX_TOKENS = 256
@@ -123,14 +126,14 @@ def _write_report(out: str | Path) -> None:
     console.print(f"  report:  {path}")
 
 
-def _print_summary(label: str, records: Sequence[Any], store: Any) -> None:
+def _print_summary(label: str, records: Sequence[Any], store: RunStore) -> None:
     from maslab.stats import summarize
 
     s = summarize(records, superseded=store.superseded())
     lo, hi = s.ci
     console.print(
-        f"[bold]{label}[/]: accuracy {s.accuracy:.1%} [{lo:.1%}, {hi:.1%}] over {s.tasks} tasks "
-        f"× {s.repeats} repeats ({s.correct} of {s.n} samples correct, {s.unparsed} unparsed, "
+        f"[bold]{label}[/]: accuracy {s.accuracy:.1%} [{lo:.1%}, {hi:.1%}] over {s.design} "
+        f"({s.correct} of {s.n} samples correct, {s.unparsed} unparsed, "
         f"{s.errors} errors, {s.budget_stopped} stopped by budget)"
     )
     if repeats := s.describe_repeats():

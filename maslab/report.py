@@ -303,7 +303,7 @@ def _section(run: _Run, max_tasks: int) -> str:
     shown = set(tasks[:max_tasks])
     body = "".join(_record(r, run.traces.get(r.key, {})) for r in run.records if r.task_id in shown)
     about = [
-        f"{s.tasks} tasks × {s.repeats} repeats" if s.n else "no results",
+        s.design if s.n else "no results",
         f"accuracy {_accuracy(s)}",
         f"{s.budget_stopped} budget-stopped",
         f"{s.mean_latency_s:.1f} s model time per task",

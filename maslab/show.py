@@ -18,8 +18,8 @@ def show_run(store: RunStore, console: Console) -> None:
     s = summarize(records, superseded=store.superseded())
     console.print(
         f"[bold]{manifest.method}[/] on [bold]{manifest.benchmark}[/] with {manifest.model}: "
-        f"{s.accuracy:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] over {s.tasks} tasks × {s.repeats} "
-        f"repeats · {s.mean_tokens:,.0f} tokens per sample ({s.mean_spent_tokens:,.0f} newly "
+        f"{s.accuracy:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] over {s.design} · "
+        f"{s.mean_tokens:,.0f} tokens per sample ({s.mean_spent_tokens:,.0f} newly "
         f"spent) · {s.total_served_tokens:,} served in all"
     )
     if repeats := s.describe_repeats():

@@ -189,6 +189,15 @@ class Summary:
         values = np.asarray(self.per_repeat)
         return (float(values.min()), float(values.max()), float(values.std(ddof=1)))
 
+    @property
+    def design(self) -> str:
+        """'5 tasks × 3 repeats'."""
+        plural = {True: "s", False: ""}
+        return (
+            f"{self.tasks} task{plural[self.tasks != 1]} × "
+            f"{self.repeats} repeat{plural[self.repeats != 1]}"
+        )
+
     def describe_repeats(self) -> str | None:
         """One line on the run-to-run noise (pass@1 spread, pass@k, pass^k); None if no repeats."""
         if self.repeat_spread is None:
