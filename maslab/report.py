@@ -306,7 +306,7 @@ def _section(run: _Run, max_tasks: int) -> str:
         s.design if s.n else "no results",
         f"accuracy {_accuracy(s)}",
         f"{s.budget_stopped} budget-stopped",
-        f"{s.mean_latency_s:.1f} s model time per task",
+        f"{s.mean_latency_s:.1f} s model time per sample",
         f"{s.mean_cached_tokens:,.0f} cached tokens per sample",
         f"{s.total_served_tokens:,} tokens served in all (scoring and superseded attempts "
         f"included)",
