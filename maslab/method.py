@@ -77,8 +77,8 @@ class Method:
         solution: Solution | None = None
         try:
             solution = await self.solve(task, ctx)
-        except BudgetExceeded:
-            pass
+        except BudgetExceeded as exc:
+            ctx.budget_stop = ctx.budget_stop or exc  # a method may raise its own
         finally:
             await ctx.settle()
         if ctx.budget_stop is None and solution is not None:

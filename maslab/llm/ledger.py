@@ -57,11 +57,6 @@ class UsageTotals:
         """Newly spent tokens."""
         return self.prompt_tokens + self.completion_tokens
 
-    @property
-    def consumed_tokens(self) -> int:
-        """Every token the calls used, spent now or replayed from the cache."""
-        return self.total_tokens + self.cached_prompt_tokens + self.cached_completion_tokens
-
 
 def _totals(rows: list[CallRecord]) -> UsageTotals:
     fresh = [r for r in rows if not r.cached and r.error is None]
@@ -106,5 +101,7 @@ class UsageLedger:
 
     def by_model(self, purpose: Purpose | None = "method") -> dict[str, UsageTotals]:
         """Totals per model, in the order models were first called."""
-        models = dict.fromkeys(r.model for r in self.records if purpose in (None, r.purpose))
+        models = dict.fromkeys(
+            r.model for r in self.records if purpose is None or r.purpose == purpose
+        )
         return {m: self.totals(model=m, purpose=purpose) for m in models}
