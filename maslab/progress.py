@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from types import TracebackType
@@ -24,7 +25,11 @@ class RunProgress:
     """A rich progress bar fed with finished samples (use as a context manager).
 
     ``done`` are the samples a resumed run finished before: the figures cover the whole run.
+    The accuracy and its interval (over every task so far) are recomputed at most every
+    ``REFRESH_S`` seconds, so a large run's event loop does not pay for it per sample.
     """
+
+    REFRESH_S = 0.25
 
     def __init__(
         self,
@@ -50,8 +55,11 @@ class RunProgress:
         self.done = self.errors = 0
         self.tokens = self.calls = 0
         self._tasks: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # samples, correct
+        self._shown = 0.0
         for record in done:
-            self.update(record)
+            self._add(record)
+        self._bar.update(self._task, completed=self.done)
+        self._show()
 
     def __enter__(self) -> RunProgress:
         self._bar.start()
@@ -60,9 +68,16 @@ class RunProgress:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._show()
         self._bar.stop()
 
     def update(self, record: ResultRecord) -> None:
+        self._add(record)
+        self._bar.update(self._task, advance=1)
+        if time.monotonic() - self._shown >= self.REFRESH_S:
+            self._show()
+
+    def _add(self, record: ResultRecord) -> None:
         self.done += 1
         self.errors += record.status == "error"
         tally = self._tasks[record.task_id]
@@ -70,6 +85,11 @@ class RunProgress:
         tally[1] += record.correct
         self.tokens += record.tokens_used
         self.calls += int(record.usage.get("calls", 0))
+
+    def _show(self) -> None:
+        self._shown = time.monotonic()
+        if not self.done:
+            return
         means = [c / n for n, c in self._tasks.values()]
         accuracy = sum(means) / len(means)
         lo, hi = clustered_interval(means, self.done)
@@ -78,4 +98,4 @@ class RunProgress:
             f"tokens {self.tokens:,}  calls {self.calls:,}"
             + (f"  [red]errors {self.errors}[/]" if self.errors else "")
         )
-        self._bar.update(self._task, advance=1, stats=stats)
+        self._bar.update(self._task, stats=stats)

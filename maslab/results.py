@@ -22,9 +22,9 @@ from maslab.evaluation import Score
 
 Status = Literal["ok", "budget", "error"]
 Key = tuple[str, int]
-_TOKEN_KEYS = (
-    "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "cached_completion_tokens"
-)  # fmt: skip
+# usage keys: tokens newly spent, and tokens replayed from the response cache
+SPENT_KEYS = ("prompt_tokens", "completion_tokens")
+CACHED_KEYS = ("cached_prompt_tokens", "cached_completion_tokens")
 
 MANIFEST, RESULTS, TRACES = "manifest.json", "results.jsonl", "traces.jsonl"
 SUPERSEDED = "superseded.jsonl"
@@ -64,7 +64,7 @@ class ResultRecord(BaseModel):
     @property
     def tokens_used(self) -> int:
         """Tokens the method's calls used: newly spent plus replayed from the cache."""
-        return int(sum(self.usage.get(k, 0) for k in _TOKEN_KEYS))
+        return int(sum(self.usage.get(k, 0) for k in SPENT_KEYS + CACHED_KEYS))
 
     @property
     def unparsed(self) -> bool:

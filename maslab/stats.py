@@ -14,10 +14,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from maslab.results import ResultRecord
+from maslab.results import CACHED_KEYS, SPENT_KEYS, ResultRecord
 
-_SPENT = ("prompt_tokens", "completion_tokens")
-_CACHED = ("cached_prompt_tokens", "cached_completion_tokens")
 _PROMPT = ("prompt_tokens", "cached_prompt_tokens")
 _COMPLETION = ("completion_tokens", "cached_completion_tokens")
 
@@ -277,14 +275,14 @@ def summarize(
             for repeat in sorted({r.repeat for r in records})
         ),
         mean_tokens=mean(sum(r.tokens_used for r in records)),
-        mean_spent_tokens=mean(_total(usages, _SPENT)),
-        mean_cached_tokens=mean(_total(usages, _CACHED)),
+        mean_spent_tokens=mean(_total(usages, SPENT_KEYS)),
+        mean_cached_tokens=mean(_total(usages, CACHED_KEYS)),
         mean_prompt_tokens=mean(_total(usages, _PROMPT)),
         mean_completion_tokens=mean(_total(usages, _COMPLETION)),
         mean_calls=mean(_total(usages, ["calls"])),
         mean_latency_s=mean(_total(usages, ["latency_s"])),
-        mean_scoring_tokens=mean(_total(scoring, _SPENT + _CACHED)),
-        total_served_tokens=round(_total(served, _SPENT)),
+        mean_scoring_tokens=mean(_total(scoring, SPENT_KEYS + CACHED_KEYS)),
+        total_served_tokens=round(_total(served, SPENT_KEYS)),
         estimated_calls=round(_total(usages + scoring, ["estimated_calls"])),
         consumed_by_model={m: (by_model(m, _PROMPT), by_model(m, _COMPLETION)) for m in models},
         per_task={task: (len(v), sum(v)) for task, v in outcomes.items()},
