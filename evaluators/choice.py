@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import string
+
 from maslab.answers import extract_answer, normalize_answer
 from maslab.context import Context
+from maslab.errors import ConfigError
 from maslab.evaluation import Evaluator, Score, gold_of, register_evaluator
 from maslab.task import Task
 
@@ -12,7 +15,14 @@ from maslab.task import Task
 class ChoiceEvaluator(Evaluator):
     """Multiple choice: the chosen letter (or an option's full text) against the gold letter."""
 
+    def check_gold(self, task: Task) -> None:
+        gold = normalize_answer(gold_of(task), "choice")
+        letters = string.ascii_uppercase[: len(task.choices) or None]
+        if len(gold) != 1 or gold not in letters:
+            raise ConfigError(f"task {task.id}: gold {task.gold!r} is not an option letter")
+
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        self.check_gold(task)
         gold = normalize_answer(gold_of(task), "choice")
         extracted = extract_answer(answer, "choice", choices=task.choices)
         if extracted is None:

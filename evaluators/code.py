@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from maslab.answers import extract_answer
 from maslab.context import Context
+from maslab.errors import ConfigError
 from maslab.evaluation import Evaluator, Score, register_evaluator
 from maslab.sandbox import Limits, SandboxResult, arun_python
 from maslab.task import Task
@@ -28,6 +29,11 @@ class CodeExecution(Evaluator):
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__()
         self.limits = limits or Limits()
+
+    def check_gold(self, task: Task) -> None:
+        """The tests are the gold: a task without any cannot be scored."""
+        if not task.tests:
+            raise ConfigError(f"task {task.id} has no tests to run the answer against")
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         code = extract_answer(answer, "code")

@@ -50,10 +50,13 @@ class NumericEvaluator(Evaluator):
             raise ConfigError(f"numeric evaluator: rel_tol must be >= 0, got {rel_tol}")
         self.rel_tol = rel_tol
 
-    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
-        gold = gold_of(task)
-        if parse_number(gold) is None:
+    def check_gold(self, task: Task) -> None:
+        if parse_number(gold := gold_of(task)) is None:
             raise ConfigError(f"task {task.id}: gold {gold!r} is not a number")
+
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        self.check_gold(task)
+        gold = gold_of(task)
         extracted = extract_answer(answer, "number")
         if extracted is None:
             return Score.unparsable()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from maslab.errors import MaslabError
@@ -100,12 +101,12 @@ def _run_config(args: argparse.Namespace) -> Any:
         raise MaslabError(validation_message(exc, "run")) from None
 
 
-def execute(config: Any, *, quiet: bool = False) -> list[Any]:
-    """Run one config with a progress bar; print its summary; return its records."""
+def execute(runner: Any, *, quiet: bool = False) -> list[Any]:
+    """Run one validated :class:`Runner` with a progress bar; print its summary; return its
+    records."""
     from maslab.progress import RunProgress
-    from maslab.runner import Runner
 
-    runner = Runner(config)
+    config = runner.config
     runner.open()
     total = len(runner.tasks) * config.repeats
     label = f"{config.method} · {config.benchmark} · {config.model}"
@@ -138,6 +139,8 @@ def _print_summary(label: str, records: Sequence[Any], store: RunStore) -> None:
     )
     if repeats := s.describe_repeats():
         console.print(f"  repeats: {repeats}")
+    if errors := s.describe_errors():
+        console.print(f"  errors: {escape(errors)}")
     console.print(
         f"  per sample: {s.mean_tokens:,.0f} tokens used ({s.mean_spent_tokens:,.0f} newly spent, "
         f"{s.mean_cached_tokens:,.0f} replayed from cache), {s.mean_calls:.1f} calls, "
@@ -153,8 +156,10 @@ def _print_summary(label: str, records: Sequence[Any], store: RunStore) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from maslab.runner import Runner
+
     config = _run_config(args)
-    records = execute(config, quiet=args.quiet)
+    records = execute(Runner(config), quiet=args.quiet)
     _write_report(config.out)
     return 1 if any(r.status == "error" for r in records) else 0
 
@@ -163,12 +168,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from maslab.runner import Runner
     from maslab.sweep import load_sweep
 
     sweep = load_sweep(args.file)
+    runners = [Runner(config) for config in sweep.configs()]  # every cell valid before any runs
     failures = 0
-    for config in sweep.configs():
-        records = execute(config, quiet=args.quiet)
+    for runner in runners:
+        records = execute(runner, quiet=args.quiet)
         failures += any(r.status == "error" for r in records)
     console.print(f"sweep done: {len(sweep.configs())} runs under {sweep.out}")
     from maslab.report import build_report

@@ -68,6 +68,10 @@ class Evaluator:
         if options:
             raise TypeError(f"{type(self).__name__} takes no options, got {sorted(options)}")
 
+    def check_gold(self, task: Task) -> None:
+        """Raise :class:`ConfigError` if ``task`` cannot be scored (checked before a run spends)."""
+        gold_of(task)
+
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         raise NotImplementedError
 

@@ -313,6 +313,8 @@ def _section(run: _Run, max_tasks: int) -> str:
     ]
     if repeats := s.describe_repeats():
         about.append(repeats)
+    if errors := s.describe_errors():
+        about.append(f"errors: {errors}")
     if len(tasks) > max_tasks:
         about.append(f"showing the first {max_tasks} of {len(tasks)} tasks")
     return (

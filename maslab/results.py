@@ -2,20 +2,27 @@
 
 ``results.jsonl`` has one line per (task, repeat), appended and flushed as each finishes;
 ``traces.jsonl`` has the matching line with every model call and message. A line cut short by
-a killed process is dropped on the next open; errored samples are moved to ``superseded.jsonl``
-(their spend stays in the run's totals there), so a re-run retries them and the results end
-with exactly one line per (task, repeat).
+a killed process is dropped on the next open, and a corrupted one is skipped with a warning
+naming its file and line (a resume re-runs its sample); errored samples are moved to
+``superseded.jsonl`` (their spend stays in the run's totals there), so a re-run retries them
+and the results end with exactly one line per (task, repeat). Whole-file writes (manifest,
+rewrites on resume) go to a temporary file that replaces the old one atomically.
+
+The manifest names the run's planned samples (``task_ids`` × ``repeats``); reading a run
+reports exactly those, so a re-run with a smaller ``--limit`` or ``--repeats`` reports the
+subset it asked for while the older records stay on disk.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, ClassVar, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maslab.errors import ConfigError
 from maslab.evaluation import Score
@@ -28,6 +35,8 @@ CACHED_KEYS = ("cached_prompt_tokens", "cached_completion_tokens")
 
 MANIFEST, RESULTS, TRACES = "manifest.json", "results.jsonl", "traces.jsonl"
 SUPERSEDED = "superseded.jsonl"
+
+log = logging.getLogger(__name__)
 
 
 class ResultRecord(BaseModel):
@@ -86,6 +95,7 @@ class Manifest(BaseModel):
     data: str | None = None
     dataset_hash: str = ""
     tasks: int = 0
+    task_ids: list[str] | None = None
     model: str
     sampling: dict[str, Any] = Field(default_factory=dict)
     repeats: int = 1
@@ -104,28 +114,66 @@ class Manifest(BaseModel):
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.IDENTITY}
 
+    def planned(self) -> set[Key] | None:
+        """The (task, repeat) keys this run asked for; None for manifests that predate the list."""
+        if self.task_ids is None:
+            return None
+        return {(task, repeat) for task in self.task_ids for repeat in range(self.repeats)}
 
-def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """Parsed JSON lines; a final line without its newline (a killed writer) is skipped."""
+
+def _skip(path: Path, number: int, why: str) -> None:
+    log.warning("warning: %s line %d skipped: %s", path, number, why)
+
+
+def _read_lines(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, parsed JSON object) per line, each object holding the ``required`` keys.
+
+    A final line without its newline (a killed writer) is dropped quietly; any other line that
+    is not such an object is skipped with a warning naming the file and line.
+    """
     if not path.exists():
         return
     with path.open("rb") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if not line.endswith(b"\n"):
                 return
-            if line.strip():
-                yield orjson.loads(line)
+            if not line.strip():
+                continue
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                _skip(path, number, "not valid JSON")
+                continue
+            if not isinstance(row, dict) or any(k not in row for k in required):
+                _skip(path, number, f"not a record with {', '.join(required) or 'fields'}")
+                continue
+            yield number, row
 
 
-def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Replace ``path`` atomically with ``rows`` as JSON lines."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
+def _records(path: Path) -> Iterator[ResultRecord]:
+    """The valid result records of a JSONL file (others skipped with a warning)."""
+    for number, row in _read_lines(path):
+        try:
+            yield ResultRecord.model_validate(row)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "record"
+            _skip(path, number, f"not a result record ({where}: {first['msg']})")
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` all at once: readers see the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("wb") as f:
-        for row in rows:
-            f.write(orjson.dumps(row) + b"\n")
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
     tmp.replace(path)
+
+
+def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Replace ``path`` atomically with ``rows`` as JSON lines."""
+    write_atomically(path, b"".join(orjson.dumps(row) + b"\n" for row in rows))
 
 
 class RunStore:
@@ -148,19 +196,24 @@ class RunStore:
         except ValueError as exc:
             raise ConfigError(f"{self.manifest_path}: unreadable manifest ({exc})") from None
 
-    def results(self) -> list[ResultRecord]:
-        """One record per (task, repeat): the last line written for it wins."""
-        latest = {(row["task_id"], row["repeat"]): row for row in _read_lines(self.dir / RESULTS)}
-        return [ResultRecord.model_validate(row) for row in latest.values()]
+    def results(self, *, every: bool = False) -> list[ResultRecord]:
+        """One record per planned (task, repeat), the last line written for it winning;
+        ``every=True`` includes records outside the plan (left by a larger earlier run)."""
+        latest = {r.key: r for r in _records(self.dir / RESULTS)}
+        return list(latest.values()) if every else self._in_plan(latest.values())
 
     def superseded(self) -> list[ResultRecord]:
-        """Errored attempts that a resume replaced (kept for their spend)."""
-        return [ResultRecord.model_validate(row) for row in _read_lines(self.dir / SUPERSEDED)]
+        """Errored attempts of planned samples that a resume replaced (kept for their spend)."""
+        return self._in_plan(_records(self.dir / SUPERSEDED))
 
     def traces(self, task_id: str | None = None) -> Iterator[dict[str, Any]]:
-        for row in _read_lines(self.dir / TRACES):
+        for _, row in _read_lines(self.dir / TRACES, ("task_id", "repeat")):
             if task_id is None or row["task_id"] == task_id:
                 yield row
+
+    def _in_plan(self, records: Iterable[ResultRecord]) -> list[ResultRecord]:
+        planned = self.manifest().planned() if self.manifest_path.exists() else None
+        return [r for r in records if planned is None or r.key in planned]
 
     def open(self, manifest: Manifest) -> set[Key]:
         """Start or resume a run; returns the keys already finished (not errored).
@@ -186,13 +239,15 @@ class RunStore:
                     f"{self.dir} holds a different run ({', '.join(changed)} differ); "
                     "use another --out or delete it"
                 )
-        self.manifest_path.write_bytes(
-            orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
+        write_atomically(
+            self.manifest_path, orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
         )
-        results = self.results()
-        errored = [r.model_dump(mode="json") for r in results if r.status == "error"]
+        results = self.results(every=True)
+        errored = [r for r in results if r.status == "error"]
         if errored:
-            _rewrite(self.dir / SUPERSEDED, [*_read_lines(self.dir / SUPERSEDED), *errored])
+            rows = [r.model_dump(mode="json") for r in _records(self.dir / SUPERSEDED)]
+            new = [row for r in errored if (row := r.model_dump(mode="json")) not in rows]
+            _rewrite(self.dir / SUPERSEDED, rows + new)  # an earlier open cut short moved some
         kept = {r.key: r for r in results if r.status != "error"}
         _rewrite(self.dir / RESULTS, [r.model_dump(mode="json") for r in kept.values()])
         traces = {(t["task_id"], t["repeat"]): t for t in self.traces()}

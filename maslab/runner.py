@@ -4,6 +4,11 @@ Every (task, repeat) is an asyncio task. Two caps bound the work: ``concurrency`
 in flight across the run (on top of each endpoint's own limit), and as many samples in flight.
 Each finished sample is scored and appended to the run directory at once; re-running the
 same run skips finished samples and retries errored ones.
+
+Everything that can be checked before spending is checked before the run directory is
+touched: the method, benchmark and evaluator names and options, the model specs (and their
+keys), and every task's gold answer. A run whose first samples all fail because the endpoint
+cannot be reached (or refuses the credentials or the model) stops early and says why.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import asyncio
 import platform
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import maslab
 from maslab.benchmark import get_benchmark
 from maslab.context import Budget, Context
-from maslab.errors import LLMError
+from maslab.errors import ConfigError, LLMConnectionError, MaslabError, RequestRejected
 from maslab.evaluation import Evaluator, get_evaluator
 from maslab.llm.registry import ModelPool
 from maslab.method import Method, get_method
@@ -32,6 +37,20 @@ from maslab.task import Task
 
 # MASLab's defaults, so numbers stay comparable with its tables
 DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.5, "max_tokens": 2048}
+# a run stops when this many samples failed with an endpoint failure before any succeeded
+UNREACHABLE_AFTER = 3
+_ENDPOINT_STATUSES = {401, 403, 404}  # credentials or model refused: no sample can succeed
+
+
+class EndpointUnreachable(MaslabError):
+    """The run's first samples all failed to reach the model; it stopped before spending more."""
+
+
+def _endpoint_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` says the endpoint itself is unusable, not this one request."""
+    if isinstance(exc, LLMConnectionError):
+        return True
+    return isinstance(exc, RequestRejected) and exc.status in _ENDPOINT_STATUSES
 
 
 class RunConfig(BaseModel):
@@ -87,6 +106,7 @@ def _manifest(config: RunConfig, tasks: list[Task], dataset_hash: str, evaluator
         **config.model_dump(include=_MANIFEST_FIELDS),
         dataset_hash=dataset_hash,
         tasks=len(tasks),
+        task_ids=[task.id for task in tasks],
         evaluator=evaluator,
         budget={k: v for k, v in asdict(config.budget()).items() if v is not None},
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -120,9 +140,25 @@ class Runner:
         if "judge" in options:
             options["models"] = self.models
         self.evaluator: Evaluator = get_evaluator(self.evaluator_name)(**options)
+        self._check_golds()
+        self.models.get(config.model)  # a bad spec or a missing key fails here, not per sample
         self.store = RunStore(config.out)
         self.todo: list[tuple[Task, int]] | None = None
         self.manifest = _manifest(config, self.tasks, self.dataset_hash, self.evaluator_name)
+        self._succeeded = False
+        self._endpoint_failures: list[str] = []
+
+    def _check_golds(self) -> None:
+        """Every task's gold must be one the evaluator can score, before anything is spent."""
+        problems = []
+        for task in self.tasks:
+            try:
+                self.evaluator.check_gold(task)
+            except ConfigError as exc:
+                problems.append(str(exc))
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise ConfigError(f"unusable gold answer: {problems[0]}{more}")
 
     def pending(self, finished: set[tuple[str, int]]) -> list[tuple[Task, int]]:
         return [
@@ -143,7 +179,7 @@ class Runner:
         calls = asyncio.Semaphore(self.config.concurrency)
         samples = asyncio.Semaphore(self.config.concurrency)
         try:
-            await asyncio.gather(*(self._sample(t, r, calls, samples) for t, r in todo))
+            await _all_or_first_failure(self._sample(t, r, calls, samples) for t, r in todo)
         finally:
             self.store.close()
             await self.models.aclose()
@@ -166,32 +202,47 @@ class Runner:
                 gate=calls,
             )
             started = time.monotonic()
-            record = await self._solve_and_score(task, ctx)
+            record, failure = await self._solve_and_score(task, ctx)
             record = record.model_copy(
                 update={**usage_fields(ctx), "elapsed_s": time.monotonic() - started}
             )
             self.store.append(record, self._trace(task, repeat, ctx))
             if self.listener is not None:
                 self.listener(record)
+            self._watch_endpoint(record, failure)
 
-    async def _solve_and_score(self, task: Task, ctx: Context) -> ResultRecord:
+    def _watch_endpoint(self, record: ResultRecord, failure: BaseException | None) -> None:
+        """Stop the run once its first samples have all failed on an unusable endpoint."""
+        if record.status != "error":
+            self._succeeded = True
+        elif not self._succeeded and failure is not None and _endpoint_failure(failure):
+            self._endpoint_failures.append(record.error or "")
+            if len(self._endpoint_failures) >= UNREACHABLE_AFTER:
+                raise EndpointUnreachable(
+                    f"stopped after {len(self._endpoint_failures)} samples failed and none "
+                    f"succeeded: {record.error}; fix the endpoint, then re-run to resume"
+                )
+
+    async def _solve_and_score(
+        self, task: Task, ctx: Context
+    ) -> tuple[ResultRecord, BaseException | None]:
         """Solve (see :meth:`Method.run_sample`), then score through ``ctx``: scoring calls are
-        the sample's too, but never count against its budget."""
+        the sample's too, but never count against its budget. Returns the record and the
+        exception that made it an error, if one did."""
         base = {"task_id": task.id, "repeat": ctx.repeat, "gold": task.gold}
         try:
             solution = await self.method.run_sample(task, ctx)
         except Exception as exc:  # a model failure or a method bug: recorded, retried on resume
-            return ResultRecord(**base, status="error", error=f"{type(exc).__name__}: {exc}")
+            return ResultRecord(**base, status="error", error=_describe(exc)), exc
         status = "ok" if ctx.budget_stop is None else "budget"
         try:
             score = await self.evaluator.score(task, solution.answer, ctx=ctx)
-        except LLMError as exc:
-            return ResultRecord(
-                **base, status="error", answer=solution.answer, error=f"evaluator: {exc}"
-            )
+        except Exception as exc:  # a judge failure or an evaluator bug: this sample's error
+            error = f"evaluator: {_describe(exc)}"
+            return ResultRecord(**base, status="error", answer=solution.answer, error=error), exc
         return ResultRecord(
             **base, status=status, answer=solution.answer, score=score, metadata=solution.metadata
-        )
+        ), None
 
     @staticmethod
     def _trace(task: Task, repeat: int, ctx: Context) -> dict[str, Any]:
@@ -203,6 +254,26 @@ class Runner:
             "messages": [m.model_dump(mode="json") for m in ctx.transcript],
             "topology": ctx.topology.to_dict() if ctx.topology is not None else None,
         }
+
+
+async def _all_or_first_failure(coroutines: Iterable[Coroutine[Any, Any, None]]) -> None:
+    """Run all at once; a failure (a stop, a full disk, a bug) cancels the rest and is raised."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    if not tasks:
+        return
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def usage_fields(ctx: Context) -> dict[str, Any]:

@@ -24,6 +24,8 @@ def show_run(store: RunStore, console: Console) -> None:
     )
     if repeats := s.describe_repeats():
         console.print(repeats)
+    if errors := s.describe_errors():
+        console.print(f"errors: {escape(errors)}")
     table = Table("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls")
     for r in records:
         extracted = r.score.extracted if r.score and r.score.extracted is not None else "—"

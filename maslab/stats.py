@@ -7,7 +7,8 @@ and tests treat each task, not each (task, repeat) record, as one observation.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -175,6 +176,8 @@ class Summary:
     """model spec -> mean consumed (prompt, completion) tokens per record."""
     per_task: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
     """task_id -> (records, correct)."""
+    error_causes: tuple[tuple[str, int], ...] = ()
+    """(cause, errored records), most frequent first (see :func:`error_causes`)."""
 
     @property
     def repeat_spread(self) -> tuple[float, float, float] | None:
@@ -206,6 +209,15 @@ class Summary:
             f"single-run pass@1 {low:.1%}–{high:.1%} across repeats (std {std:.1%}), "
             f"pass@{k} {self.pass_at(k):.1%}, pass^{k} {self.pass_hat(k):.1%}"
         )
+
+    def describe_errors(self, limit: int = 3) -> str | None:
+        """'12 × LLMTimeout: …; 2 × KeyError: …', the ``limit`` commonest causes (None: none)."""
+        if not self.error_causes:
+            return None
+        shown = [f"{count} × {cause}" for cause, count in self.error_causes[:limit]]
+        if rest := sum(count for _, count in self.error_causes[limit:]):
+            shown.append(f"{rest} more of {len(self.error_causes) - limit} other causes")
+        return "; ".join(shown)
 
     def cost(self, prices: Mapping[str, tuple[float, float]]) -> float | None:
         """Mean USD per record, each model at its own (prompt, completion) USD per 1M tokens.
@@ -286,7 +298,23 @@ def summarize(
         estimated_calls=round(_total(usages + scoring, ["estimated_calls"])),
         consumed_by_model={m: (by_model(m, _PROMPT), by_model(m, _COMPLETION)) for m in models},
         per_task={task: (len(v), sum(v)) for task, v in outcomes.items()},
+        error_causes=error_causes(records),
     )
+
+
+_ATTEMPTS = re.compile(r" \(after \d+ attempts\)$")
+_CAUSE_CHARS = 160
+
+
+def error_causes(records: Iterable[ResultRecord]) -> tuple[tuple[str, int], ...]:
+    """Errored records grouped by cause (the error text without its retry count, shortened),
+    most frequent first, ties in order of first appearance."""
+    causes = Counter(
+        _ATTEMPTS.sub("", r.error or "unknown error")[:_CAUSE_CHARS]
+        for r in records
+        if r.status == "error"
+    )
+    return tuple(causes.most_common())
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,206 @@
+"""Runs survive bad files and bad endpoints; nothing is written before a run is valid."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import orjson
+import pytest
+
+from maslab.cli import main
+from maslab.errors import ConfigError
+from maslab.results import MANIFEST, RESULTS, ResultRecord, RunStore, write_atomically
+from maslab.runner import RunConfig, Runner
+from maslab.stats import error_causes, summarize
+from maslab.testing.fake_server import FakeOpenAIServer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+GSM8K = FIXTURES / "gsm8k_small.jsonl"
+SCRIPT = FIXTURES / "answers.yaml"
+
+
+def lines(path: Path) -> list[dict]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def run(out: Path, *extra: object) -> int:
+    args = ["run", "--method", "vanilla", "--benchmark", "gsm8k", "--data", GSM8K, "--quiet",
+            "--model", f"scripted:{SCRIPT}", "--out", out, "--no-cache", *extra]  # fmt: skip
+    return main([str(a) for a in args])
+
+
+def test_a_corrupted_line_is_skipped_with_a_warning_and_its_sample_rerun(tmp_path, caplog, capsys):
+    out = tmp_path / "run"
+    assert run(out) == 0
+    rows = (out / RESULTS).read_bytes().splitlines(keepends=True)
+    rows[1] = b'{"task_id": "test-1", "repeat": 0, "stat\n'  # torn JSON
+    rows[3] = b'{"task_id": "test-3", "repeat": 0, "status": "maybe"}\n'  # JSON, not a record
+    (out / RESULTS).write_bytes(b"".join(rows))
+    caplog.set_level(logging.WARNING)
+    capsys.readouterr()
+
+    assert main(["show", str(out)]) == 0
+    assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
+    assert main(["compare", str(out), str(out)]) == 0
+    warnings = [r.getMessage() for r in caplog.records]
+    assert any(f"{out / RESULTS} line 2 skipped: not valid JSON" in w for w in warnings)
+    assert any(f"{out / RESULTS} line 4 skipped: not a result record" in w for w in warnings)
+    assert "3 tasks" in capsys.readouterr().out  # show counts the readable records
+
+    assert run(out) == 0  # resume re-runs exactly the two unreadable samples
+    assert sorted(r["task_id"] for r in lines(out / RESULTS)) == [f"test-{i}" for i in range(5)]
+    assert len(lines(out / "traces.jsonl")) == 5
+
+
+def test_manifest_write_is_atomic(tmp_path, monkeypatch):
+    path = tmp_path / MANIFEST
+    path.write_bytes(b'{"old": true}')
+
+    def full_disk(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.fsync", full_disk)
+    with pytest.raises(OSError):
+        write_atomically(path, b'{"new": tr')
+    assert path.read_bytes() == b'{"old": true}'  # readers never see half a manifest
+
+
+def test_a_smaller_limit_or_repeats_reports_exactly_the_subset(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run(out, "--repeats", "2") == 0
+    assert len(lines(out / RESULTS)) == 10
+    capsys.readouterr()
+    assert run(out, "--limit", "2") == 0
+    assert "over 2 tasks × 1 repeat" in capsys.readouterr().out
+    store = RunStore(out)
+    assert sorted(r.key for r in store.results()) == [("test-0", 0), ("test-1", 0)]
+    assert len(store.results(every=True)) == 10  # the older records stay on disk
+    assert orjson.loads((out / MANIFEST).read_bytes())["task_ids"] == ["test-0", "test-1"]
+    assert main(["show", str(out)]) == 0
+    assert "2 tasks × 1 repeat" in capsys.readouterr().out
+    assert run(out, "--repeats", "2") == 0  # growing back reuses them: nothing re-run
+    assert len(lines(out / RESULTS)) == 10
+
+
+def test_a_bad_gold_fails_before_any_call_or_write(tmp_path, capsys):
+    data = tmp_path / "gsm8k.jsonl"
+    rows = lines(GSM8K)
+    rows[3]["answer"] = "so the answer is #### about twelve"
+    data.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    out = tmp_path / "run"
+    with FakeOpenAIServer(["The answer is 14."]) as server:
+        code = main(["run", "--method", "vanilla", "--benchmark", "gsm8k", "--data", str(data),
+                     "--model", f"openai:fake@{server.base_url}", "--out", str(out),
+                     "--no-cache", "--quiet"])  # fmt: skip
+        assert server.served == 0
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "unusable gold answer: task test-3" in err and "\n" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "openai:x"])
+def test_a_run_that_fails_validation_leaves_no_directory(tmp_path, capsys, monkeypatch, model):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "run"
+    code = main(["run", "--method", "vanilla", "--benchmark", "gsm8k", "--data", str(GSM8K),
+                 "--model", model, "--out", str(out), "--no-cache", "--quiet"])  # fmt: skip
+    assert code == 2 and "Traceback" not in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_sweep_checks_every_cell_before_running_any(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("MASLAB_NO_SUCH_KEY", raising=False)
+    endpoints = tmp_path / "endpoints.yaml"
+    endpoints.write_text(
+        "keyed:\n  - base_url: http://127.0.0.1:9/v1\n    api_key_env: MASLAB_NO_SUCH_KEY\n"
+    )
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        f"out: {tmp_path / 'sweep'}\nendpoints: {endpoints}\n"
+        f"models: ['scripted:{SCRIPT}', 'openai:keyed']\nmethods: [vanilla]\n"
+        f"benchmarks: [{{name: gsm8k, data: '{GSM8K}'}}]\ncache: false\n"
+    )
+    assert main(["sweep", str(sweep), "--quiet"]) == 2
+    assert "MASLAB_NO_SUCH_KEY" in capsys.readouterr().err
+    assert not (tmp_path / "sweep").exists()  # not even the valid cell ran
+
+
+def test_refused_credentials_stop_the_run_early_and_say_why(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MASLAB_TEST_KEY", "wrong-key")
+    endpoints = tmp_path / "endpoints.yaml"
+    with FakeOpenAIServer(["The answer is 14."], api_key="right-key") as server:
+        endpoints.write_text(
+            f"fake:\n  - base_url: {server.base_url}\n    api_key_env: MASLAB_TEST_KEY\n"
+        )
+        data = tmp_path / "many.jsonl"
+        rows = lines(GSM8K)
+        data.write_bytes(b"".join(
+            orjson.dumps({**rows[i % 5], "question": f"{rows[i % 5]['question']} #{i}"}) + b"\n"
+            for i in range(40)
+        ))  # fmt: skip
+        code = main(["run", "--method", "vanilla", "--benchmark", "gsm8k", "--data", str(data),
+                     "--model", "openai:fake", "--endpoints", str(endpoints), "--concurrency", "1",
+                     "--out", str(tmp_path / "run"), "--no-cache", "--quiet"])  # fmt: skip
+        asked = len(server.request_log)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert "stopped after 3 samples failed and none succeeded" in err and "HTTP 401" in err
+    assert asked == 0  # the fake server logs only authorized requests; none got through
+    assert len(lines(tmp_path / "run" / RESULTS)) == 3  # the failures are on disk, resumable
+
+
+def test_error_causes_are_grouped_most_frequent_first():
+    def failed(task: str, error: str) -> ResultRecord:
+        return ResultRecord(task_id=task, status="error", error=error)
+
+    records = [
+        failed("a", "LLMTimeout: m: no answer within 5s (after 6 attempts)"),
+        failed("b", "KeyError: 'plan'"),
+        failed("c", "LLMTimeout: m: no answer within 5s (after 6 attempts)"),
+        ResultRecord(task_id="d", status="ok"),
+    ]
+    timeout = "LLMTimeout: m: no answer within 5s"
+    assert error_causes(records) == ((timeout, 2), ("KeyError: 'plan'", 1))
+    assert summarize(records).describe_errors() == (
+        "2 × LLMTimeout: m: no answer within 5s; 1 × KeyError: 'plan'"
+    )
+
+
+def test_the_summary_names_the_causes_of_errors(tmp_path, capsys):
+    with FakeOpenAIServer(["The answer is 14."], schedule=["malformed"] * 200) as server:
+        code = main(["run", "--method", "vanilla", "--benchmark", "gsm8k", "--data", str(GSM8K),
+                     "--model", f"openai:fake@{server.base_url}", "--limit", "2",
+                     "--out", str(tmp_path / "run"), "--no-cache", "--quiet"])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 1
+    assert "errors: 2 × MalformedResponse:" in printed and "not JSON" in printed
+
+
+def test_an_evaluator_failure_is_that_samples_error_not_the_runs(tmp_path, monkeypatch):
+    from evaluators.numeric import NumericEvaluator
+
+    async def broken(self, task, answer, *, ctx=None):
+        if task.id == "test-1":
+            raise RuntimeError("scorer bug")
+        return await original(self, task, answer, ctx=ctx)
+
+    original = NumericEvaluator.score
+    monkeypatch.setattr(NumericEvaluator, "score", broken)
+    config = RunConfig(method="vanilla", benchmark="gsm8k", data=str(GSM8K),
+                       model=f"scripted:{SCRIPT}", out=str(tmp_path / "run"))  # fmt: skip
+    import asyncio
+
+    records = asyncio.run(Runner(config).run())
+    by_task = {r.task_id: r for r in records}
+    assert len(records) == 5 and by_task["test-1"].error == "evaluator: RuntimeError: scorer bug"
+    assert sum(r.status == "ok" for r in records) == 4
+
+
+def test_check_gold_is_a_typed_error_from_python():
+    from evaluators.choice import ChoiceEvaluator
+    from maslab.task import Task
+
+    task = Task(id="q1", question="?", gold="Z", choices=("a", "b", "c"))
+    with pytest.raises(ConfigError, match="q1: gold 'Z' is not an option letter"):
+        ChoiceEvaluator().check_gold(task)
