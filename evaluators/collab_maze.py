@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal, NamedTuple
 
 from benchmarks.collab_maze import Maze, Walk, maze_of
 from maslab.context import Context
@@ -37,7 +38,19 @@ _WORDS = {
     **{"↑": "up", "↓": "down", "←": "left", "→": "right"},
 }
 _FILLERS = {"then", "and"}  # may stand between two moves of one route
-_TOKEN = re.compile(r"[A-Za-z]+|[↑↓←→]")
+_REPEATS = {"once": 1, "twice": 2, "thrice": 3}
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+_NUMBERS = {word: n for n, word in enumerate(_NUMBER_WORDS, 1)}
+_UNITS = {"time", "times", "step", "steps", "cell", "cells", "square", "squares"}  # after a count
+_MAX_COUNT = 100  # a move repeated more often is not a route
+# A count binds to the move before it ("down x2", "down (2)", "down twice"), to the move after it
+# ("2x down"), or to either ("down 2", "2 down"); "2." and "2)" may number a list instead.
+_TOKEN = re.compile(
+    r"[xX×]\s*(?P<after>\d+)(?!\d)|\(\s*[xX×]?\s*(?P<paren>\d+)\s*\)"
+    r"|(?P<before>\d+)\s*[xX×](?![A-Za-z\d])|(?P<number>\d+)(?P<listed>[.)](?!\d))?"
+    r"|(?P<word>[A-Za-z]+|[↑↓←→])"
+)
+_SEPARATOR = re.compile(r"[,;:.()\[\]\n–—]")  # a count does not bind across one
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _MARKER = re.compile(r"\b(?:route|moves|path|answer)\b(?:\s+is)?[\s*_]*[:=]", re.IGNORECASE)
 _NONE = re.compile(r"\W*(?:none|no moves|empty)?\W*", re.IGNORECASE)
@@ -63,16 +76,91 @@ right (a move taken k times is written k times; a list of cells becomes the move
 Reply with the list only."""
 
 
-def _runs(text: str) -> list[list[str]]:
-    """Maximal sequences of move words, separated only by punctuation, digits or fillers."""
-    runs: list[list[str]] = [[]]
-    for token in _TOKEN.findall(text):
-        word = token.lower()
+class _Item(NamedTuple):
+    kind: Literal["move", "count", "sep"]
+    value: str = ""  # the move, or how a count binds: after, before, either or listed
+    n: int = 0
+
+
+_SEP = _Item("sep")
+
+
+def _runs(text: str) -> list[list[_Item]]:
+    """Maximal sequences of moves and their counts, separated only by punctuation, list numbers
+    or fillers."""
+    runs: list[list[_Item]] = [[]]
+    end = 0
+    for token in _TOKEN.finditer(text):
+        run = runs[-1]
+        if run and _SEPARATOR.search(text, end, token.start()):
+            run.append(_SEP)
+        end = token.end()
+        word = (token["word"] or "").lower()
         if word in _WORDS:
-            runs[-1].append(_WORDS[word])
-        elif word not in _FILLERS and runs[-1]:
+            run.append(_Item("move", _WORDS[word]))
+        elif word in _REPEATS:
+            run.append(_Item("count", "after", _REPEATS[word]))
+        elif token["after"] or token["paren"]:
+            run.append(_Item("count", "after", int(token["after"] or token["paren"])))
+        elif token["before"]:
+            run.append(_Item("count", "before", int(token["before"])))
+        elif token["listed"]:
+            run += [_Item("count", "listed", int(token["number"])), _SEP]
+        elif token["number"] or word in _NUMBERS:
+            run.append(_Item("count", "either", _NUMBERS.get(word) or int(token["number"])))
+        elif word in _FILLERS:
+            run.append(_SEP)
+        elif word in _UNITS and run and run[-1].kind == "count":
+            continue
+        elif any(item.kind == "move" for item in run):
             runs.append([])
-    return [run for run in runs if run]
+        else:
+            run.clear()  # numbers before a word that is no move belong to no route
+    return [run for run in runs if any(item.kind == "move" for item in run)]
+
+
+def _binds(run: list[_Item], i: int, side: int) -> bool:
+    """Whether the count ``run[i]`` can repeat the move on ``side`` (-1 before it, 1 after)."""
+    j = i + side
+    way = {-1: "after", 1: "before"}[side]
+    return 0 <= j < len(run) and run[j].kind == "move" and run[i].value in (way, "either", "listed")
+
+
+def _moves(run: list[_Item]) -> list[str] | None:
+    """The run as single moves, counts applied; None when a count is unclear.
+
+    A count that could repeat the move on either side takes the side the run's other counts
+    take ("down 2 right 3", "2 down 3 right"). Numbers that open the run with "1." number a list.
+    """
+    if run[0].value == "listed":
+        run = [item for item in run if item.value != "listed"]
+    times: dict[int, int] = {}
+    unclear: list[int] = []
+    sides: set[int] = set()
+    for i, item in enumerate(run):
+        if item.kind != "count":
+            continue
+        ways = [side for side in (-1, 1) if _binds(run, i, side)]
+        if len(ways) == 2:
+            unclear.append(i)
+        elif ways:
+            sides.add(ways[0])
+            times[i] = ways[0]
+        elif item.value in ("after", "before"):  # "x2" next to no move
+            return None
+    if unclear:
+        if len(sides) != 1:
+            return None
+        times |= dict.fromkeys(unclear, sides.pop())
+    counts = {i + side: run[i].n for i, side in times.items()}
+    if len(counts) < len(times) or not all(1 <= n <= _MAX_COUNT for n in counts.values()):
+        return None  # two counts for one move, or an absurd count
+    return [
+        item.value
+        for j, item in enumerate(run)
+        if item.kind == "move"
+        for _ in range(counts.get(j, 1))
+    ]
 
 
 def parse_route(text: str) -> list[str] | None:
@@ -80,7 +168,9 @@ def parse_route(text: str) -> list[str] | None:
 
     Looks, in order, at the last ``\\boxed{...}``, the text after the last ``Route:`` (or
     ``Moves:``, ``Path:``, ``Answer:``) marker, then the whole text; the first run of move words
-    after a marker counts, else the last one. ``Route: none`` is the empty route.
+    after a marker counts, else the last one. ``Route: none`` is the empty route. A move may
+    carry a count ("down 2", "down x2", "2 down", "down ×2", "down twice", "2 steps down"); a
+    route whose counts are unclear ("up 2 down") is None, as is one with a count above 100.
     """
     boxed = _BOXED.findall(text)
     markers = list(_MARKER.finditer(text))
@@ -88,11 +178,11 @@ def parse_route(text: str) -> list[str] | None:
         region = boxed[-1] if boxed else text[markers[-1].end() :]
         runs = _runs(region)
         if runs:
-            return runs[0]
+            return _moves(runs[0])
         if _NONE.fullmatch(region.split("\n", 1)[0]):
             return []
     runs = _runs(text)
-    return runs[-1] if runs else None
+    return _moves(runs[-1]) if runs else None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Pull a final answer out of a model's free-text reply, normalise it, and vote over replies.
 
 Extraction order for every type but ``code``: the last ``\\boxed{...}``, else the span after the
-last answer marker ("The answer is", "Final answer:", "answer:", "#### 18"), else a type-specific
-fallback over the whole reply. A boxed or marker span that yields nothing for the type (say, no
-number in it) falls through to the next step. Everything here is pure and never evaluates text.
+last answer marker ("The answer is", "Final answer:", "answer:", "#### 18", "The correct choice
+is", "Best option:"), else a type-specific fallback over the whole reply. A boxed or marker span
+that yields nothing for the type (say, no number in it) falls through to the next step.
+Everything here is pure and never evaluates text.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ _MAX_FRACTION_PLACES = 6  # a fraction becomes a decimal only if it has at most 
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _MARKER = re.compile(
-    # "####" only before something number- or LaTeX-like, so markdown headings are not markers.
-    r"####[ \t]*(?=[-+−$€£\d.(\\])|\banswer(?:\*\*)?(?:\s+is\b|\s*:)(?:\s*:)?",
+    # "####" only before something number- or LaTeX-like, so markdown headings are not markers;
+    # "choice" and "option" only after correct, right, best, final or answer.
+    r"####[ \t]*(?=[-+−$€£\d.(\\])"
+    r"|\b(?:answer|(?:correct|right|best|final|answer)\s+(?:choice|option))"
+    r"(?:\*\*)?(?:\s+is\b|\s*:)(?:\s*:)?",
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")

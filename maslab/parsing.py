@@ -1,9 +1,19 @@
-"""Defensive parsing of structured model output. Never evaluates text as code."""
+"""Defensive parsing of structured model output. Never evaluates text as code.
+
+Models often write LaTeX inside JSON strings without escaping it: ``"\\sqrt{2}"`` is invalid
+JSON, and ``"\\times"`` is valid but reads as a tab and "imes". So, before decoding, a backslash
+inside a string stays a literal backslash when it starts no valid escape, when it starts ``\\b``,
+``\\f`` or ``\\r`` before a letter, or when it starts ``\\n`` or ``\\t`` and the letters after
+it spell a LaTeX command (``\\neq``, ``\\theta``, ``\\text...``). Any other ``\\n`` and ``\\t``
+stay a newline and a tab (``"one\\ntwo"``). Math answers come first: a new line that starts with
+such a name's rest (``"x = 0\\nu = 1"``) reads as LaTeX (``\\nu``).
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -12,50 +22,101 @@ M = TypeVar("M", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+# A backslash and what JSON would make of it; group 1 holds a control escape and the letters
+# after it, which may be a LaTeX command instead.
+_ESCAPE = re.compile(r'\\(?:["\\/]|u[0-9a-fA-F]{4}|([bfnrt][A-Za-z]*))?', re.S)
+_RELATIONS = (  # negated with an n prefix: \nleq, \nsubseteq, ...
+    "approx", "cong", "equiv", "exists", "geq", "geqq", "geqslant", "gtr", "leftarrow",
+    "Leftarrow", "leftrightarrow", "Leftrightarrow", "leq", "leqq", "leqslant", "less", "mid",
+    "parallel", "prec", "preceq", "rightarrow", "Rightarrow", "shortmid", "shortparallel", "sim",
+    "subset", "subseteq", "subseteqq", "succ", "succeq", "supset", "supseteq", "supseteqq",
+    "triangleleft", "trianglelefteq", "triangleright", "trianglerighteq", "vdash", "vDash",
+    "Vdash", "VDash",
+)  # fmt: skip
+# LaTeX commands whose name starts with n or t (JSON's \n and \t); "\n" + any other word is prose.
+_N_T_COMMANDS = frozenset({
+    "nabla", "natural", "ne", "nearrow", "neg", "negmedspace", "negthickspace", "negthinspace",
+    "neq", "newcommand", "newline", "ni", "noindent", "nolimits", "nonumber", "norm",
+    "normalsize", "not", "notin", "nu", "nwarrow", "tag", "tan", "tanh", "tau", "tbinom", "tfrac",
+    "therefore", "theta", "thickapprox", "thicksim", "thickspace", "thinspace", "tilde", "times",
+    "tiny", "to", "top", "triangle", "triangledown", "triangleleft", "trianglelefteq", "triangleq",
+    "triangleright", "trianglerighteq", "tt", "twoheadleftarrow", "twoheadrightarrow",
+    *(f"n{relation}" for relation in _RELATIONS),
+})  # fmt: skip
+
+
+def _is_latex(word: str) -> bool:
+    """Whether a control escape and the letters after it (``word``) read as a LaTeX command."""
+    if word[0] in "bfr":  # backspace, form feed or carriage return before a letter: never meant
+        return len(word) > 1
+    return word in _N_T_COMMANDS or word.startswith("text")
+
+
+def _literal_backslash(match: re.Match[str]) -> str:
+    escape = match[0]
+    if escape == "\\" or (match[1] and _is_latex(match[1])):
+        return "\\" + escape
+    return escape
+
+
+def _repair(candidate: str) -> str:
+    """``candidate`` with every backslash that is LaTeX rather than a JSON escape doubled."""
+    return _STRING.sub(lambda s: _ESCAPE.sub(_literal_backslash, s[0]), candidate)
 
 
 def _candidates(text: str) -> list[str]:
-    """Fenced blocks first, then every balanced {...} span, outermost first, in order."""
+    """Fenced blocks first, then every balanced {...} span not inside another, in order.
+
+    Braces inside string literals do not count; an unclosed ``{`` (prose) hides nothing after it.
+    """
     found = [m.group(1) for m in _FENCE.finditer(text)]
-    depth, start, in_string, escaped = 0, -1, False, False
+    spans: list[tuple[int, int]] = []
+    opened: list[int] = []
+    in_string = escaped = False
     for i, char in enumerate(text):
         if in_string:
-            escaped = not escaped and char == "\\"
-            if char == '"' and not escaped:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
                 in_string = False
-            continue
-        if char == '"' and depth:
+        elif char == '"' and opened:
             in_string = True
         elif char == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif char == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                found.append(text[start : i + 1])
-    return found
+            opened.append(i)
+        elif char == "}" and opened:
+            start = opened.pop()
+            while spans and spans[-1][0] > start:  # spans nested in this one
+                spans.pop()
+            spans.append((start, i + 1))
+    return found + [text[start:end] for start, end in spans]
+
+
+def _objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object that the candidates of ``text`` decode to, in order."""
+    for candidate in map(_repair, _candidates(text)):
+        for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
+            try:
+                value = json.loads(attempt, strict=False)  # raw newlines in strings allowed
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                yield value
+                break
 
 
 def parse_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in ``text`` (fenced or inline; trailing commas tolerated), or None."""
-    for candidate in _candidates(text):
-        for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
-            try:
-                value = json.loads(attempt)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                return value
-    return None
+    return next(_objects(text), None)
 
 
 def parse_model(text: str, schema: type[M]) -> M | None:
     """The first JSON object in ``text`` that validates against ``schema``, or None."""
-    for candidate in _candidates(text):
-        for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
-            try:
-                return schema.model_validate_json(attempt)
-            except ValidationError:
-                continue
+    for value in _objects(text):
+        try:
+            return schema.model_validate(value)
+        except ValidationError:
+            continue
     return None

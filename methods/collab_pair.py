@@ -8,9 +8,12 @@ Algorithm (``mode="pair"``; T = ``turn_cap``; agents[0] speaks first):
    own partial map of the collab_maze task; it never sees the other map.
 2. Turn t = 1..T: the speaker (agent 1 on odd turns, agent 2 on even ones) sends one message,
    which the other agent receives as "[other agent]: ..." in its next user turn.
-3. A message proposes at most one move ("MOVE: up"); the move is made when the other agent's very
-   next message proposes the same move. The environment then moves the shared token and tells
-   both agents ("[user]: ...") where it is.
+3. A message proposes a move with a MOVE line ("MOVE: up"); the move is made when the other
+   agent's very next message agrees with a MOVE line for the same move. The environment then
+   moves the shared token and tells both agents ("[user]: ...") where it is. In a message with
+   several MOVE lines, the first one agrees if it names the pending move, and the last one left
+   is the message's proposal (so "MOVE: up" then "MOVE: left" makes up and proposes left);
+   at most one move is made per turn.
 4. The game ends when a made move reaches the goal or runs into a wall (or off the grid), when a
    message contains the completion phrase, or after T turns.
 5. The answer is the route of made moves (``Route: up, right``, scored by the collab_maze
@@ -94,13 +97,12 @@ CRITIC = (
     "route again."
 )
 
-_PROPOSAL = re.compile(r"\bMOVE\s*:[\s*_]*(up|down|left|right)\b", re.IGNORECASE)
+_MOVE_LINE = re.compile(r"\bMOVE\s*:[\s*_]*(up|down|left|right)\b", re.IGNORECASE)
 
 
-def proposal(text: str) -> str | None:
-    """The move a message proposes (its last MOVE line), or None."""
-    found = _PROPOSAL.findall(text)
-    return found[-1].lower() if found else None
+def move_lines(text: str) -> list[str]:
+    """The moves of a message's MOVE lines, in order."""
+    return [move.lower() for move in _MOVE_LINE.findall(text)]
 
 
 class MazeGame:
@@ -152,12 +154,10 @@ class MazeGame:
         self.inbox[side] = []
         self.speakers.append(agent.model.name)
         self.inbox[1 - side].append(f"[other agent]: {message.content}")
-        move = proposal(message.content)
-        if move is not None and self.pending == (1 - side, move):
-            self.pending = None
-            self._make(move)
-        else:
-            self.pending = None if move is None else (side, move)
+        moves = move_lines(message.content)
+        if moves and self.pending == (1 - side, moves[0]):  # consent, maybe then a proposal
+            self._make(moves.pop(0))
+        self.pending = (side, moves[-1]) if moves else None
         if self.ended is None and COMPLETION_PHRASE in message.content:
             self.ended = "phrase"
 

@@ -9,7 +9,9 @@ Algorithm (planner cap S_p; sub-agents are exposed to the planner as tools; star
    any extra tools, and ``final_answer``.
 2. Step s = 0..S_p-1: the planner replies with one JSON action: a thought, its plan (at most
    five steps, each not_started / in_progress / completed / blocked) and a call
-   ``"action": name, "arguments": {...}``.
+   ``"action": name, "arguments": {...}``. A synonym status is read as its canonical one ("done"
+   as completed), any other status is kept as written, and an unreadable plan keeps the previous
+   one: the plan never invalidates the action.
    - ``final_answer`` ends the run with ``arguments.answer``.
    - A team member gets ``arguments.task`` inside a "you are helping a manager" brief, works
      with a fresh memory under its own cap, and its report comes back as the observation. The
@@ -46,9 +48,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from maslab.context import Context
 from maslab.method import AgentSpec, Method, MethodConfig, register_method
@@ -84,18 +94,44 @@ FORCED_FINAL = (
 )
 
 
+STATUSES = ("not_started", "in_progress", "completed", "blocked")
+_SYNONYMS = {
+    "completed": "done complete finished succeeded success successful resolved verified",
+    "in_progress": "ongoing active started running working doing current wip",
+    "not_started": "todo to_do pending planned open queued waiting not_done",
+    "blocked": "stuck failed failure error",
+}
+_STATUS_OF = {word: status for status, words in _SYNONYMS.items() for word in words.split()}
+
+
+def _status(value: object) -> str:
+    """One of STATUSES for a known status or synonym ("Done" -> "completed"), else as written."""
+    written = "" if value is None else str(value).strip()
+    key = re.sub(r"[\s-]+", "_", written.lower())
+    return key if key in STATUSES else _STATUS_OF.get(key, written or STATUSES[0])
+
+
 class PlanStep(BaseModel):
     step: str
-    status: Literal["not_started", "in_progress", "completed", "blocked"] = "not_started"
+    status: Annotated[str, BeforeValidator(_status)] = STATUSES[0]
 
 
 class Action(BaseModel):
-    """One planner reply."""
+    """One planner reply. The plan is bookkeeping: an unreadable one is dropped (None), never
+    the action with it."""
 
     thought: str = ""
     plan: list[PlanStep] | None = None
     action: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("plan", mode="wrap")
+    @classmethod
+    def _readable_plan(cls, value: object, read: ValidatorFunctionWrapHandler) -> object:
+        try:
+            return read(value)
+        except ValidationError:
+            return None
 
     @model_validator(mode="after")
     def _final_answer_has_answer(self) -> Action:

@@ -14,8 +14,8 @@ Algorithm (R = ``max_rounds``), strictly sequential:
 3. Otherwise, after R rounds, a judge (the moderator's system prompt) lists the candidate
    answers of both sides' first-round arguments, then decides; its answer is final.
 
-The solution states the reason and then "Final answer:" with the answer, so evaluators can
-extract it.
+The solution text is "Final answer:" and the decided answer alone, so evaluators extract that
+answer and not a candidate quoted in the reason; the reason is in ``metadata["reason"]``.
 
 LLM calls: 3r for an early stop after round r, else 3R + 2; between 3 and 3R + 2 (3-11 at R=3).
 
@@ -26,8 +26,8 @@ defensively (never ``eval``, unlike the official code and MASLab): a malformed v
 as "no preference yet" and is recorded as ``None`` in ``metadata["verdicts"]``; an unparsable
 judge ruling falls back to the judge's raw reply (``metadata["judge_parsed"] = False``). The
 official code stops on any non-empty answer; we also require the stated preference, which is
-what the moderator is asked to signal. MASLab returns only the bare answer string; we keep the
-reason with it.
+what the moderator is asked to signal. MASLab returns only the bare answer string; we mark it
+as the final answer and keep the reason in the metadata.
 """
 
 from __future__ import annotations
@@ -44,13 +44,10 @@ from maslab.task import Solution, Task
 from maslab.topology import Topology
 
 AFFIRMATIVE, NEGATIVE, MODERATOR, JUDGE = "affirmative", "negative", "moderator", "judge"
-# JSON reads "\b" and "\f" as control characters; in a model's answer they were LaTeX (\boxed,
-# \frac), so they are put back.
-_LATEX_ESCAPES = str.maketrans({"\b": "\\b", "\f": "\\f"})
 
 
 def _text(value: object) -> str:
-    return "" if value is None else str(value).translate(_LATEX_ESCAPES).strip()
+    return "" if value is None else str(value).strip()
 
 
 def _yes(value: object) -> bool:
@@ -134,7 +131,8 @@ def judgement_prompt(task: Task) -> str:
 
 
 def final_text(ruling: Ruling) -> str:
-    return f"{ruling.reason}\n\nFinal answer:\n{ruling.answer}".strip()
+    """The decided answer alone, marked as final (a reason may quote other candidates)."""
+    return f"Final answer:\n{ruling.answer}"
 
 
 @register_method("mad")
@@ -175,7 +173,12 @@ class MAD(Method):
             if verdict is not None and verdict.preference and verdict.answer:
                 return Solution(
                     answer=final_text(verdict),
-                    metadata={"decided_by": MODERATOR, "rounds": r, "verdicts": verdicts},
+                    metadata={
+                        "decided_by": MODERATOR,
+                        "rounds": r,
+                        "reason": verdict.reason,
+                        "verdicts": verdicts,
+                    },
                 )
 
         judge = ctx.agent(JUDGE, system=moderator_system(task))
@@ -191,6 +194,7 @@ class MAD(Method):
             metadata={
                 "decided_by": JUDGE,
                 "rounds": rounds,
+                "reason": ruling.reason,
                 "verdicts": verdicts,
                 "judge_parsed": bool(ruling.answer),
             },

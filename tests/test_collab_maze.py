@@ -160,6 +160,47 @@ def test_route_parser(text, moves):
     assert parse_route(text) == moves
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Route: down 2, right 3",
+        "Route: down x2, right x3",
+        "Route: 2 down, 3 right",
+        "Route: down ×2 then right ×3",
+        "Route: DOWN X2 RIGHT X3",
+        "Route: down twice, right three times",
+        "Route: 2 steps down, then 3 cells right.",
+        "Route: down (2), right (x3)",
+        "Route: 2x down, 3x right",
+        "Route: down 2 right 3",  # each count after its move ...
+        "Route: 2 down 3 right",  # ... or each before it
+        "1. down 2\n2. right 3",  # a numbered list with counts
+        "Route: down-2, right-3",
+        "Route: ↓×2 →3",
+        "Route: down, down, right, right, right (5 moves)",  # a total, not a count
+    ],
+)
+async def test_route_counts_repeat_their_move(text):
+    assert parse_route(text) == SHORTEST
+    score = await CollabMazeEvaluator().score(hand_task(), text)
+    assert score.correct and score.value == 1.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Route: up 2 down",  # the 2 of up or of down?
+        "Route: 2 down 3",  # two counts for one move
+        "Route: x2 down",  # a count after no move
+        "Route: down 0",
+        "Route: right 1000",
+    ],
+)
+async def test_a_route_with_unclear_counts_is_unparsed_not_misread(text):
+    assert parse_route(text) is None
+    assert (await CollabMazeEvaluator().score(hand_task(), text)).unparsed
+
+
 async def test_judge_extracts_in_two_steps_at_temperature_zero():
     judge = ScriptedModel(
         ["(2,1) then (3,1), (3,2), (3,3), (3,4)", "down, down, right, right, right"]
@@ -250,6 +291,26 @@ async def test_a_move_needs_the_other_agents_very_next_consent_and_is_announced_
     sixth = last_user_message(model.calls[5].request)
     assert sixth == f"[other agent]: ok MOVE: down\n\n{event}"
     assert all(event not in last_user_message(c.request) for c in model.calls[:5])
+
+
+@pytest.mark.parametrize("method", ["collab_pair", "relay"])
+async def test_a_message_can_agree_with_one_move_and_propose_the_next(method):
+    script = [
+        "MOVE: down",  # 1: proposal
+        "Yes.\nMOVE: down\nNext:\nMOVE: down",  # 2: consent (down made), then a proposal
+        "MOVE: down\nMOVE: right",  # 3: consent (down made), then a proposal
+        "MOVE: right\n**MOVE: right**",  # 4: right made; right proposed
+        "MOVE: up\nMOVE: right",  # 5: the first line disagrees: only a proposal of right
+        "MOVE: right",  # 6: right made
+        "MOVE: right",  # 7: proposal
+        "MOVE: right",  # 8: right made: the goal
+    ]
+    model = ScriptedModel(script)
+    ctx = Context(model)
+    solution = await get_method(method)().solve(hand_task(), ctx)
+    model.assert_consumed()
+    assert solution.metadata["route"] == SHORTEST and solution.metadata["ended"] == "goal"
+    assert [e.round for e in ctx.transcript.filter(kind="environment")] == [2, 3, 4, 6, 8]
 
 
 async def test_the_completion_phrase_and_a_wall_end_the_game():

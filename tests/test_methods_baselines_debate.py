@@ -122,7 +122,7 @@ async def test_mad_stops_after_round_one_when_the_moderator_decides():
     assert len(model.calls) == 3
     assert [r.agent for r in ctx.ledger.records] == ["affirmative", "negative", "moderator"]
     assert solution.metadata["decided_by"] == "moderator" and solution.metadata["rounds"] == 1
-    assert "Six sevens." in solution.answer
+    assert solution.answer == "Final answer:\n42" and solution.metadata["reason"] == "Six sevens."
     assert extract_answer(solution.answer, "number") == "42"
 
 
@@ -186,6 +186,41 @@ async def test_mad_latex_in_the_json_answer_survives_parsing():
     model = mad_model([verdict])
     solution = await get_method("mad")().solve(TASK, Context(model))
     assert solution.answer.endswith("Final answer:\n\\boxed{42}")
+
+
+# Each verdict answer as a model writes it, LaTeX not JSON-escaped: strict JSON rejects the first
+# five and turns the rest into control characters (\t, \f, \b, \n, \r are JSON escapes).
+UNESCAPED_LATEX = [
+    r"\sqrt{2}",
+    r"2\pi",
+    r"3 \cdot 4",
+    r"\left(\frac{1}{2}\right)",
+    r"(0, \infty)",
+    r"5\text{ cm}",
+    r"3 \times 4",
+    r"\theta = \tan^{-1}(2)",
+    r"\boxed{\beta}",
+    r"x \neq \nu",
+    r"\textbf{B} \to \rho",
+]
+
+
+@pytest.mark.parametrize("answer", UNESCAPED_LATEX)
+async def test_mad_reads_a_verdict_with_unescaped_latex_and_stops_in_round_one(answer):
+    verdict = '{"preference": "yes", "supported_side": "negative", "reason": "r", "answer": "%s"}'
+    model = mad_model([verdict % answer])
+    solution = await get_method("mad")().solve(TASK, Context(model))
+    assert len(model.calls) == 3
+    assert solution.answer == f"Final answer:\n{answer}"
+
+
+async def test_mad_scores_the_decided_answer_not_a_boxed_candidate_quoted_in_the_reason():
+    reason = "The affirmative's \\boxed{7} forgets a step; the negative's 12 is right."
+    verdict = json.loads(YES) | {"reason": reason, "answer": "12"}
+    model = mad_model([json.dumps(verdict)])
+    solution = await get_method("mad")().solve(TASK, Context(model))
+    assert extract_answer(solution.answer, "number") == "12"
+    assert solution.metadata["reason"] == reason
 
 
 async def test_mad_visibility_is_the_opponents_latest_argument_plus_own_history():

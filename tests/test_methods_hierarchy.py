@@ -195,6 +195,41 @@ async def test_the_coder_stops_at_its_cap_and_reports_its_last_output():
     assert "```py\nprint(42)\n```\n\nOutput of the last program:\nstatus: ok\nstdout:\n42" in report
 
 
+@pytest.mark.parametrize(
+    ("status", "kept"),
+    [
+        ("done", "completed"),
+        ("Done", "completed"),
+        ("complete", "completed"),
+        ("finished", "completed"),
+        ("In Progress", "in_progress"),
+        ("to-do", "not_started"),
+        ("failed", "blocked"),
+        ("checked twice", "checked twice"),  # unknown: kept as written
+    ],
+)
+async def test_a_final_answer_survives_any_plan_status(status, kept):
+    team = Team(planner=[final("42", [("compute", status)])])
+    solution = await get_method("conductor")().solve(TASK, Context(team.model))
+    assert len(team.model.calls) == 1 and solution.metadata["finish"] == "final_answer"
+    assert solution.answer == "42"
+    assert solution.metadata["plan"] == [{"step": "compute", "status": kept}]
+
+
+async def test_an_unreadable_plan_keeps_the_previous_one_and_the_action():
+    unreadable = json.dumps({"plan": "first compute, then answer", "action": "final_answer"})
+    team = Team(
+        planner=[
+            action("analyst", [("compute", "in_progress")], task="x"),
+            unreadable[:-1] + ', "arguments": {"answer": "42"}}',
+        ],
+        analyst=["r"],
+    )
+    solution = await get_method("conductor")().solve(TASK, Context(team.model))
+    assert len(team.model.calls) == 3 and solution.answer == "42"
+    assert solution.metadata["plan"] == [{"step": "compute", "status": "in_progress"}]
+
+
 async def test_a_malformed_action_gets_one_corrective_retry_that_counts_as_a_step():
     team = Team(planner=["Let me think about it.", final("42")])
     ctx = Context(team.model)
