@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from maslab.errors import ConfigError
 from maslab.evaluation import Score
+from maslab.secrets import redact_bytes
 
 Status = Literal["ok", "budget", "error"]
 Key = tuple[str, int]
@@ -122,7 +123,7 @@ def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("wb") as f:
         for row in rows:
-            f.write(orjson.dumps(row) + b"\n")
+            f.write(redact_bytes(orjson.dumps(row)) + b"\n")
         f.flush()
         os.fsync(f.fileno())
     tmp.replace(path)
@@ -204,9 +205,9 @@ class RunStore:
     def append(self, result: ResultRecord, trace: dict[str, Any]) -> None:
         """Write one finished sample (trace first, so a result line always has its trace)."""
         assert self._results is not None and self._traces is not None, "call open() first"
-        self._traces.write(orjson.dumps(trace) + b"\n")
+        self._traces.write(redact_bytes(orjson.dumps(trace)) + b"\n")
         self._traces.flush()
-        self._results.write(orjson.dumps(result.model_dump(mode="json")) + b"\n")
+        self._results.write(redact_bytes(orjson.dumps(result.model_dump(mode="json"))) + b"\n")
         self._results.flush()
 
     def close(self) -> None:
