@@ -19,15 +19,25 @@ import orjson
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from maslab.errors import MaslabError
 from maslab.llm.local import DEMO_MODEL
 from maslab.paths import default_response_cache
+from maslab.secrets import redact
 
 if TYPE_CHECKING:
     from maslab.results import RunStore
 
-console = Console(soft_wrap=True)
+
+class RedactingConsole(Console):
+    """Redacts every string before it is rendered (wrapping or highlighting could split a key)."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(redact(text), **options)
+
+
+console = RedactingConsole(soft_wrap=True)
 DEMO_MAX_TOKENS = 256
 
 
@@ -456,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except MaslabError as exc:
-        print(f"maslab: error: {exc}", file=sys.stderr)
+        print(f"maslab: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("maslab: interrupted; run the same command again to resume", file=sys.stderr)

@@ -8,6 +8,7 @@ transcript, and gives the sample its own seeded random generator.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import random
 import time
@@ -21,6 +22,7 @@ from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
 from maslab.llm.registry import ModelPool
 from maslab.llm.types import ChatMessage, ChatModel, ChatRequest, Completion, make_request
 from maslab.messages import Message, Transcript
+from maslab.secrets import redact
 from maslab.task import Solution
 
 if TYPE_CHECKING:
@@ -178,7 +180,7 @@ class Context:
         self.ledger.add(record)
         call = asyncio.ensure_future(self._call(handle, request, record))
         self._inflight.add(call)
-        call.add_done_callback(self._inflight.discard)
+        call.add_done_callback(functools.partial(self._call_done, record))
         caller = asyncio.current_task()
         if caller is not None:
             self._callers.add(caller)
@@ -189,9 +191,17 @@ class Context:
                 BudgetExceeded("seconds", self.budget.max_seconds or 0, self.elapsed)
             ) from None
 
+    def _call_done(self, record: CallRecord, call: asyncio.Future[Completion]) -> None:
+        """Forget a finished call; one cancelled before it began is marked failed here."""
+        self._inflight.discard(call)
+        if call.cancelled() and record.error is None:
+            record.error = "CancelledError: cancelled before it started"
+
     async def _call(
         self, handle: ChatModel, request: ChatRequest, record: CallRecord
     ) -> Completion:
+        """Run one call and fill in its record; any failure (cancellation too) marks it failed
+        and propagates."""
         try:
             if self.gate is None:
                 completion = await handle.complete(request)
@@ -199,7 +209,7 @@ class Context:
                 async with self.gate:
                     completion = await handle.complete(request)
         except BaseException as exc:
-            record.error = f"{type(exc).__name__}: {exc}"
+            record.error = redact(f"{type(exc).__name__}: {exc}".removesuffix(": "))
             raise
         record.prompt_tokens = completion.usage.prompt_tokens
         record.completion_tokens = completion.usage.completion_tokens

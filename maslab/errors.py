@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from maslab.secrets import redact
+
 
 class MaslabError(Exception):
     """Base of every error maslab raises on purpose."""
@@ -27,7 +29,10 @@ class SampleEnded(MaslabError):
 
 
 class LLMError(MaslabError):
-    """A model call failed for good (after any retries). Never returned as ``None``."""
+    """A model call failed for good (after any retries). Never returned as ``None``.
+
+    The message is redacted (:func:`maslab.secrets.redact`): servers echo credentials in errors.
+    """
 
     retryable = False
 
@@ -35,7 +40,7 @@ class LLMError(MaslabError):
         self.model, self.status = model, status
         self.attempts = 1
         prefix = f"{model}: " if model else ""
-        super().__init__(prefix + message)
+        super().__init__(redact(prefix + message))
 
     def __str__(self) -> str:
         text = super().__str__()
@@ -75,4 +80,7 @@ class RequestRejected(LLMError):
 
 
 class MalformedResponse(LLMError):
-    """The endpoint answered 200 with a body that is not a usable chat completion."""
+    """The endpoint answered 200 with a body that is not a usable chat completion (broken JSON,
+    no choices): retried like a server error, since the next answer is usually whole."""
+
+    retryable = True

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from maslab.results import Key, Manifest, ResultRecord, RunStore
+from maslab.secrets import redact
 from maslab.stats import Summary, summarize
 from maslab.topology import Topology
 
@@ -349,5 +350,5 @@ def build_report(
     )
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    path.write_text(redact(page), encoding="utf-8")
     return path

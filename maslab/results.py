@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maslab.errors import ConfigError
 from maslab.evaluation import Score
+from maslab.secrets import redact_bytes
 
 Status = Literal["ok", "budget", "error"]
 Key = tuple[str, int]
@@ -171,9 +172,14 @@ def write_atomically(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
+def _line(row: dict[str, Any]) -> bytes:
+    """One JSON line, with anything that looks like a credential redacted."""
+    return redact_bytes(orjson.dumps(row)) + b"\n"
+
+
 def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     """Replace ``path`` atomically with ``rows`` as JSON lines."""
-    write_atomically(path, b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    write_atomically(path, b"".join(map(_line, rows)))
 
 
 class RunStore:
@@ -239,9 +245,8 @@ class RunStore:
                     f"{self.dir} holds a different run ({', '.join(changed)} differ); "
                     "use another --out or delete it"
                 )
-        write_atomically(
-            self.manifest_path, orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
-        )
+        data = orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
+        write_atomically(self.manifest_path, redact_bytes(data))
         results = self.results(every=True)
         errored = [r for r in results if r.status == "error"]
         if errored:
@@ -259,9 +264,9 @@ class RunStore:
     def append(self, result: ResultRecord, trace: dict[str, Any]) -> None:
         """Write one finished sample (trace first, so a result line always has its trace)."""
         assert self._results is not None and self._traces is not None, "call open() first"
-        self._traces.write(orjson.dumps(trace) + b"\n")
+        self._traces.write(_line(trace))
         self._traces.flush()
-        self._results.write(orjson.dumps(result.model_dump(mode="json")) + b"\n")
+        self._results.write(_line(result.model_dump(mode="json")))
         self._results.flush()
 
     def close(self) -> None:

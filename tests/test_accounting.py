@@ -62,7 +62,7 @@ def test_calls_in_flight_at_a_budget_stop_are_recorded(tmp_path):
 
 def test_sibling_calls_of_a_failed_call_are_recorded(tmp_path):
     answers = lambda r: "The answer is 3."  # noqa: E731
-    with FakeOpenAIServer(answers, latency=slow_after_first(), schedule={1: "malformed"}) as server:
+    with FakeOpenAIServer(answers, latency=slow_after_first(), schedule={1: "400"}) as server:
         assert run(server, tmp_path / "run", "self_consistency", "--limit", "1") == 1
         store = RunStore(tmp_path / "run")
         (failed,) = store.results()
@@ -74,7 +74,7 @@ def test_sibling_calls_of_a_failed_call_are_recorded(tmp_path):
 def test_a_resumed_run_keeps_the_spend_of_superseded_attempts(tmp_path):
     answers = lambda r: "The answer is 3."  # noqa: E731
     out = tmp_path / "run"
-    with FakeOpenAIServer(answers, latency=slow_after_first(), schedule={1: "malformed"}) as server:
+    with FakeOpenAIServer(answers, latency=slow_after_first(), schedule={1: "400"}) as server:
         assert run(server, out, "self_consistency", "--concurrency", "1") == 1
         server.set_faults(None)
         assert run(server, out, "self_consistency", "--concurrency", "1") == 0

@@ -12,6 +12,7 @@ from maslab.context import Budget, Context, derive_seed
 from maslab.errors import BudgetExceeded, ConfigError, ServerError
 from maslab.llm.endpoints import load_endpoints
 from maslab.llm.registry import load_model
+from maslab.llm.types import ChatModelBase
 from maslab.testing.scripted import ScriptedModel, ScriptError
 
 
@@ -55,6 +56,43 @@ async def test_failed_calls_are_recorded_with_their_error():
     record = ctx.ledger.records[0]
     assert record.error.startswith("ServerError") and record.sample_id == "s9"
     assert ctx.usage.failed_calls == 1 and ctx.usage.prompt_tokens == 0
+
+
+class Failing(ChatModelBase):
+    """A custom provider with a bug (not an LLMError), or one that never answers."""
+
+    name = "custom"
+
+    def __init__(self, exc: BaseException | None = None) -> None:
+        self.exc = exc
+
+    async def complete(self, request):
+        if self.exc is not None:
+            raise self.exc
+        await asyncio.sleep(3600)
+
+
+async def test_a_provider_bug_is_recorded_as_a_failed_call_and_propagates():
+    ctx = Context(Failing(RuntimeError("provider bug, key sk-proj-abcdefgh12345678XYZ")))
+    with pytest.raises(RuntimeError, match="provider bug"):
+        await ctx.chat("x", agent="a")
+    (record,) = ctx.ledger.records
+    assert record.error == "RuntimeError: provider bug, key [REDACTED]"
+    assert ctx.usage.failed_calls == 1
+
+
+@pytest.mark.parametrize("started", [True, False])
+async def test_a_cancelled_call_is_recorded_as_failed_and_the_caller_sees_it(started):
+    ctx = Context(Failing())
+    caller = asyncio.ensure_future(ctx.chat("x"))
+    await asyncio.sleep(0.01 if started else 0)  # 0: the call is scheduled, not yet begun
+    (call,) = ctx._inflight
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    (record,) = ctx.ledger.records
+    assert record.error is not None and record.error.startswith("CancelledError")
+    assert ctx.usage.failed_calls == 1
 
 
 async def test_agents_keep_their_own_history_and_post_to_the_transcript():

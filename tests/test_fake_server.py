@@ -125,6 +125,14 @@ async def test_fault_server_errors(session, kind):
     assert server.served == 0
 
 
+async def test_fault_400_is_a_rejected_request(session):
+    with FakeOpenAIServer(schedule={1: "400"}) as server:
+        status, _, text = await post(session, server)
+    assert status == 400
+    assert json.loads(text)["error"]["code"] == "context_length_exceeded"
+    assert server.fault_counts == {"400": 1} and server.served == 0
+
+
 async def test_fault_malformed_body_is_not_json(session):
     with FakeOpenAIServer(schedule=["malformed"]) as server:
         status, headers, text = await post(session, server)
@@ -259,6 +267,20 @@ async def test_api_key_is_enforced(session):
         status, _, _ = await post(session, server, headers={"Authorization": "Bearer sk-test"})
         assert status == 200
     assert (server.requests, server.served) == (3, 1)
+
+
+async def test_echo_key_repeats_the_authorization_header(session):
+    with FakeOpenAIServer(api_key="sk-test", echo_key=True, schedule=[None, "500", None]) as server:
+        status, _, text = await post(session, server, headers={"Authorization": "Bearer nope"})
+        assert status == 401 and "(sent: Bearer nope)" in json.loads(text)["error"]["message"]
+        good = {"Authorization": "Bearer sk-test"}
+        status, _, text = await post(session, server, headers=good)
+        assert status == 500 and "(sent: Bearer sk-test)" in json.loads(text)["error"]["message"]
+        status, _, text = await post(session, server, headers=good)
+        reply = json.loads(text)
+        content = reply["choices"][0]["message"]["content"]
+        assert content == f"Bearer sk-test\n{MESSAGES[-1]['content']}"
+        assert reply["usage"]["completion_tokens"] == count_tokens(content)
 
 
 async def test_max_tokens_truncates_with_length_reason(session):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from secrets import token_hex
 
+import orjson
 import pytest
 
 from maslab.context import Context
@@ -20,6 +22,7 @@ from maslab.errors import (
 from maslab.llm.endpoints import Endpoint
 from maslab.llm.registry import load_model
 from maslab.llm.retry import RetryPolicy
+from maslab.secrets import MARKER
 from maslab.testing.fake_server import FakeOpenAIServer
 
 FAST_RETRY = RetryPolicy(attempts=4, initial_wait=0.01, max_wait=0.05)
@@ -100,13 +103,23 @@ async def test_hanging_request_times_out(transport):
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_malformed_and_empty_replies_are_retried_and_succeed(transport):
+    with FakeOpenAIServer(schedule=["malformed", "empty_choices"]) as server:
+        model = model_for(server, transport)
+        completion = await model.chat("hello")
+        assert completion.text == "hello" and server.requests == 3
+        await model.aclose()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("fault", ["malformed", "empty_choices"])
-async def test_unusable_bodies_are_typed_errors_and_not_retried(transport, fault):
+async def test_unusable_bodies_are_typed_errors_after_the_policys_attempts(transport, fault):
     with FakeOpenAIServer(faults={fault: 1.0}) as server:
         model = model_for(server, transport)
-        with pytest.raises(MalformedResponse):
+        with pytest.raises(MalformedResponse) as info:
             await model.chat("hello")
-        assert server.requests == 1
+        assert server.requests == FAST_RETRY.attempts == info.value.attempts
+        assert info.value.model == f"openai:fake@{server.base_url}"  # like every other error
         await model.aclose()
 
 
@@ -141,6 +154,44 @@ async def test_api_key_is_sent_and_never_leaks(transport, monkeypatch, caplog):
         assert secret not in visible and "sk-wrong-key-0043" not in visible
         await model.aclose()
         await wrong.aclose()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_an_echoed_key_reaches_no_error_or_completion(transport, monkeypatch):
+    secret, wrong = f"zq-{token_hex(12)}", f"zq-{token_hex(12)}"  # not key-shaped: registry only
+    monkeypatch.setenv("MASLAB_ECHO_KEY", secret)
+    with FakeOpenAIServer(api_key=secret, echo_key=True, schedule=["500"]) as server:
+        model = model_for(server, transport, api_key_env="MASLAB_ECHO_KEY")
+        completion = await model.chat("hello")  # a 500 echoing the key, then an echoing reply
+        assert completion.text == f"Bearer {MARKER}\nhello"
+        assert secret not in orjson.dumps(completion.raw).decode()
+        server.set_faults({"500": 1.0})
+        with pytest.raises(ServerError) as failed:
+            await model.chat("again")
+        monkeypatch.setenv("MASLAB_ECHO_KEY", wrong)
+        rejected = model_for(server, transport, api_key_env="MASLAB_ECHO_KEY")
+        with pytest.raises(RequestRejected) as refused:
+            await rejected.chat("hello")
+        for error in (failed.value, refused.value):
+            assert f"(sent: Bearer {MARKER})" in str(error)
+            assert secret not in str(error) and wrong not in str(error)
+        await model.aclose()
+        await rejected.aclose()
+
+
+async def test_the_endpoints_file_sets_an_aliases_retry_policy(tmp_path):
+    with FakeOpenAIServer(faults={"500": 1.0}) as server:
+        path = tmp_path / "endpoints.yaml"
+        entry = f"  - base_url: {server.base_url}\n    retry: {{attempts: 2, initial_wait: 0}}\n"
+        path.write_text(f"fake:\n{entry}")
+        model = load_model("openai:fake", endpoints=path, retry=FAST_RETRY)  # the file wins
+        with pytest.raises(ServerError) as info:
+            await model.chat("hello")
+        assert server.requests == 2 == info.value.attempts
+        await model.aclose()
+        path.write_text(f"fake:\n{entry}{entry.replace('attempts: 2', 'attempts: 3')}")
+        with pytest.raises(ConfigError, match="'fake': its endpoints set different retry"):
+            load_model("openai:fake", endpoints=path)
 
 
 def test_missing_api_key_variable_names_it(monkeypatch):

@@ -12,9 +12,12 @@ An endpoints file maps a model alias to one or more OpenAI-compatible endpoints:
       - base_url: https://api.openai.com/v1
         api_key_env: OPENAI_API_KEY
         rpm: 5000
+        retry: {attempts: 4, initial_wait: 0.5, max_wait: 30}
 
 Several endpoints under one alias are load-balanced (least requests in flight). API keys are
-only ever read from the environment variable an endpoint names.
+only ever read from the environment variable an endpoint names, and are registered as secrets
+the moment they are read. ``retry`` is the alias's retry policy (every endpoint of an alias
+that sets one must set the same).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from maslab.config_files import load_yaml, validation_message
 from maslab.errors import ConfigError
+from maslab.llm.retry import RetryPolicy
+from maslab.secrets import register_secret
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 
@@ -45,6 +50,7 @@ class Endpoint(BaseModel):
     transport: Literal["http", "sdk"] = "http"
     api_version: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    retry: RetryPolicy | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -54,7 +60,8 @@ class Endpoint(BaseModel):
         return value.rstrip("/")
 
     def api_key(self, alias: str) -> str | None:
-        """The key from ``api_key_env``; a named but unset variable is a :class:`ConfigError`."""
+        """The key from ``api_key_env``, registered as a secret; a named but unset variable is a
+        :class:`ConfigError`."""
         if self.api_key_env is None:
             return None
         key = os.environ.get(self.api_key_env)
@@ -63,7 +70,16 @@ class Endpoint(BaseModel):
                 f"environment variable {self.api_key_env} is not set "
                 f"(model '{alias}' at {self.base_url} needs it)"
             )
+        register_secret(key)
         return key
+
+
+def alias_retry(alias: str, endpoints: list[Endpoint]) -> RetryPolicy | None:
+    """The retry policy the endpoints of ``alias`` set (None: the caller's default)."""
+    policies = {e.retry for e in endpoints if e.retry is not None}
+    if len(policies) > 1:
+        raise ConfigError(f"model '{alias}': its endpoints set different retry policies")
+    return policies.pop() if policies else None
 
 
 EndpointsFile = dict[str, list[Endpoint]]

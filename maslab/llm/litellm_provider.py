@@ -11,8 +11,9 @@ import time
 from typing import Any
 
 from maslab.errors import ConfigError, LLMConnectionError, LLMError, LLMTimeout
-from maslab.llm.openai_compat import completion_from_payload, error_for_status
+from maslab.llm.openai_compat import completion_from_payload, error_for_status, scrubbed
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion
+from maslab.secrets import register_environment_secrets
 
 
 def _import_litellm() -> Any:
@@ -39,10 +40,15 @@ def _as_llm_error(exc: Exception, model: str) -> LLMError:
 
 
 class LiteLLMModel(ChatModelBase):
-    """Calls ``litellm.acompletion`` with its own retries off (maslab retries)."""
+    """Calls ``litellm.acompletion`` with its own retries off (maslab retries).
+
+    litellm reads provider keys from the environment itself, so every credential-named
+    variable is registered as a secret.
+    """
 
     def __init__(self, model: str, *, timeout: float = 600.0) -> None:
         self.litellm = _import_litellm()
+        register_environment_secrets()
         self.model = model
         self.name = f"litellm:{model}"
         self.timeout = timeout
@@ -59,5 +65,7 @@ class LiteLLMModel(ChatModelBase):
             )
         except Exception as exc:  # litellm raises many types; classify, never swallow
             raise _as_llm_error(exc, self.name) from None
+        latency = time.perf_counter() - started
         data = response.model_dump() if hasattr(response, "model_dump") else dict(response)
-        return completion_from_payload(data, self.model, time.perf_counter() - started, request)
+        data = scrubbed(data)
+        return completion_from_payload(data, self.model, latency, request, source=self.name)

@@ -28,6 +28,7 @@ from maslab.errors import (
 )
 from maslab.llm.endpoints import Endpoint
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Usage
+from maslab.secrets import redact, scrub
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -46,8 +47,8 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def error_for_status(status: int, detail: str, model: str, retry_after: str | None) -> LLMError:
-    """Typed error for a non-200 answer. ``detail`` must never contain credentials."""
-    message = f"HTTP {status}: {detail[:200]}"
+    """Typed error for a non-200 answer; ``detail`` is redacted before it is cut short."""
+    message = f"HTTP {status}: {redact(detail)[:200]}"
     if status == 429:
         return RateLimited(message, model=model, retry_after=parse_retry_after(retry_after))
     if status >= 500:
@@ -61,7 +62,14 @@ def error_detail(body: bytes) -> str:
         data = orjson.loads(body)
         return str(data["error"]["message"])
     except (orjson.JSONDecodeError, KeyError, TypeError):
-        return body[:200].decode("utf-8", "replace")
+        return body[:2000].decode("utf-8", "replace")
+
+
+def scrubbed(data: Any) -> Any:
+    """A decoded reply without registered secrets (re-decoded only when one was in it)."""
+    blob = orjson.dumps(data, default=str)
+    clean = scrub(blob)
+    return data if clean is blob else orjson.loads(clean)
 
 
 def estimate_usage(request: ChatRequest, text: str) -> Usage:
@@ -71,9 +79,10 @@ def estimate_usage(request: ChatRequest, text: str) -> Usage:
 
 
 def completion_from_payload(
-    data: Any, model: str, latency: float, request: ChatRequest
+    data: Any, model: str, latency: float, request: ChatRequest, *, source: str = ""
 ) -> Completion:
-    """Turn a chat-completion JSON object into a :class:`Completion`, or raise MalformedResponse.
+    """Turn a chat-completion JSON object into a :class:`Completion`, or raise MalformedResponse
+    naming ``source`` (default: ``model``), the way the provider's other errors name it.
 
     A reply without token counts gets an estimate, marked as such, never a silent zero.
     """
@@ -81,7 +90,8 @@ def completion_from_payload(
         choice = data["choices"][0]
         text = choice["message"].get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise MalformedResponse("response has no choices[0].message", model=model) from None
+        message = "response has no choices[0].message"
+        raise MalformedResponse(message, model=source or model) from None
     usage = data.get("usage") or {}
     counted = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
     return Completion(
@@ -140,10 +150,10 @@ class OpenAIHTTP(ChatModelBase):
         if status != 200:
             raise error_for_status(status, error_detail(payload), self.name, retry_after)
         try:
-            data = orjson.loads(payload)
+            data = orjson.loads(scrub(payload))  # a server may echo the key back
         except orjson.JSONDecodeError:
             raise MalformedResponse("response body is not JSON", model=self.name) from None
-        return completion_from_payload(data, self.model, latency, request)
+        return completion_from_payload(data, self.model, latency, request, source=self.name)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
@@ -201,8 +211,8 @@ class OpenAISDK(ChatModelBase):
         except (openai.APIResponseValidationError, ValueError) as exc:
             raise MalformedResponse(f"unusable response body ({exc})", model=self.name) from None
         latency = time.perf_counter() - started
-        data = response.model_dump() if hasattr(response, "model_dump") else response
-        return completion_from_payload(data, self.model, latency, request)
+        data = scrubbed(response.model_dump() if hasattr(response, "model_dump") else response)
+        return completion_from_payload(data, self.model, latency, request, source=self.name)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from asyncio_throttle import Throttler
 
 from maslab.errors import RateLimited
+from maslab.llm.retry import RetryPolicy
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion
 
 
@@ -61,13 +62,19 @@ class Limited(ChatModelBase):
 
 
 class Balanced(ChatModelBase):
-    """Sends each request to the endpoint with the fewest requests in flight (first on ties)."""
+    """Sends each request to the endpoint with the fewest requests in flight (first on ties).
 
-    def __init__(self, name: str, endpoints: Sequence[Limited]) -> None:
+    ``retry`` is the retry policy the endpoints ask for, applied by the layer above.
+    """
+
+    def __init__(
+        self, name: str, endpoints: Sequence[Limited], *, retry: RetryPolicy | None = None
+    ) -> None:
         if not endpoints:
             raise ValueError("Balanced needs at least one endpoint")
         self.name = name
         self.endpoints = list(endpoints)
+        self.retry = retry
 
     async def complete(self, request: ChatRequest) -> Completion:
         now = time.monotonic()

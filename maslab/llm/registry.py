@@ -17,7 +17,7 @@ from pathlib import Path
 
 from maslab.errors import ConfigError
 from maslab.llm.cache import Cached, ResponseCache
-from maslab.llm.endpoints import EndpointsFile, load_endpoints, resolve_endpoints
+from maslab.llm.endpoints import EndpointsFile, alias_retry, load_endpoints, resolve_endpoints
 from maslab.llm.openai_compat import openai_transport
 from maslab.llm.pool import Balanced, Limited
 from maslab.llm.retry import Retrying, RetryPolicy
@@ -71,7 +71,7 @@ def _openai(name: str, settings: ModelSettings) -> ChatModelBase:
         Limited(openai_transport(e, e.model or alias, e.api_key(alias)), e.max_concurrency, e.rpm)
         for e in endpoints
     ]
-    return Balanced(f"openai:{alias}", limited)
+    return Balanced(f"openai:{alias}", limited, retry=alias_retry(alias, endpoints))
 
 
 @register_provider("litellm")
@@ -105,12 +105,15 @@ def load_model(
     """Build the model stack for ``spec`` (``openai:gpt-4o-mini``, ``scripted:echo``, ...).
 
     ``endpoints`` is an endpoints table or YAML file; ``cache`` a :class:`ResponseCache` or the
-    path of its SQLite file (None: no cache); ``retry`` the retry policy.
+    path of its SQLite file (None: no cache); ``retry`` the retry policy, unless the endpoints
+    of the model's alias set their own.
     """
     provider, name = parse_spec(spec)
     if isinstance(endpoints, (str, Path)):
         endpoints = load_endpoints(endpoints)
-    model: ChatModelBase = Retrying(_PROVIDERS[provider](name, ModelSettings(endpoints)), retry)
+    inner = _PROVIDERS[provider](name, ModelSettings(endpoints))
+    own = inner.retry if isinstance(inner, Balanced) else None
+    model: ChatModelBase = Retrying(inner, own or retry)
     model.name = spec
     if cache is not None:
         store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)

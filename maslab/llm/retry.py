@@ -1,4 +1,5 @@
-"""Bounded retries of retryable failures (429, 5xx, timeouts, connection errors)."""
+"""Bounded retries of retryable failures (429, 5xx, malformed replies, timeouts, connection
+errors)."""
 
 from __future__ import annotations
 

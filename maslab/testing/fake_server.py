@@ -12,6 +12,10 @@ The server runs on its own event loop in a daemon thread, so it works from synch
 from async tests alike. Request numbers (for ``schedule``) count chat-completion requests from
 construction or from the last :meth:`FakeOpenAIServer.set_faults` call. Every chat-completion
 request waits out the latency; faults apply to authorized, well-formed requests.
+
+``echo_key=True`` plays a careless server that echoes the request's ``Authorization`` header:
+in 401 and 5xx error messages and at the start of every completion, so tests can check that a
+key never persists.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from maslab.testing.scripted import (
     echo,
 )
 
-FAULTS = ("429", "500", "503", "hang", "malformed", "empty_choices")
+FAULTS = ("429", "500", "503", "400", "hang", "malformed", "empty_choices")
 
 Latency = float | tuple[float, float] | Callable[[], float]
 Schedule = Mapping[int, str] | Sequence[str | None]
@@ -100,6 +104,7 @@ class FakeOpenAIServer:
     by 1-based request number and wins over rates. ``latency`` is seconds, a uniform ``(lo, hi)``
     range, or a callable. Random draws use ``random.Random(seed)``. ``report_usage=False``
     leaves token counts out of replies (as some servers do); ``served_*`` still count them.
+    ``echo_key`` echoes the Authorization header in errors and completions.
     """
 
     def __init__(
@@ -115,6 +120,7 @@ class FakeOpenAIServer:
         model: str = "fake-model",
         api_key: str | None = None,
         report_usage: bool = True,
+        echo_key: bool = False,
     ) -> None:
         self.script = script if isinstance(script, Script) else Script(script)
         self.latency = latency
@@ -123,6 +129,7 @@ class FakeOpenAIServer:
         self.model = model
         self.api_key = api_key
         self.report_usage = report_usage
+        self.echo_key = echo_key
         self.port: int | None = None
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -265,10 +272,15 @@ class FakeOpenAIServer:
                 return kind
         return None
 
+    def _echo(self, request: web.Request) -> str:
+        """`` (sent: <Authorization header>)`` when echoing keys, else nothing."""
+        return f" (sent: {request.headers.get('Authorization', '')})" if self.echo_key else ""
+
     def _unauthorized(self, request: web.Request) -> web.Response | None:
         if self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}":
             return None
-        return _error(401, "Incorrect API key.", "invalid_request_error", "invalid_api_key")
+        message = f"Incorrect API key.{self._echo(request)}"
+        return _error(401, message, "invalid_request_error", "invalid_api_key")
 
     async def _models(self, request: web.Request) -> web.Response:
         model = {"id": self.model, "object": "model", "created": 0, "owned_by": "maslab"}
@@ -300,6 +312,8 @@ class FakeOpenAIServer:
             text = self.script.respond(chat)
         except ScriptError as e:
             return _error(500, f"the fake server's script failed: {e}", "server_error")
+        if self.echo_key:
+            text = f"{request.headers.get('Authorization', '')}\n{text}"
         return self._completion(body.get("model") or self.model, chat, text)
 
     def _completion(self, model: str, chat: ChatRequest, text: str) -> web.Response:
@@ -330,10 +344,15 @@ class FakeOpenAIServer:
             headers = {"Retry-After": f"{self.retry_after:g}"}
             message = "Rate limit reached (injected by the fake server)."
             return _error(429, message, "requests", "rate_limit_exceeded", headers)
+        if kind == "400":  # the one fault a client must not retry
+            message = "This model's maximum context length is exceeded (injected)."
+            return _error(400, message, "invalid_request_error", "context_length_exceeded")
         if kind == "500":
-            return _error(500, "The server had an error (injected).", "server_error")
+            message = f"The server had an error (injected).{self._echo(request)}"
+            return _error(500, message, "server_error")
         if kind == "503":
-            return _error(503, "The engine is currently overloaded (injected).", "server_error")
+            message = f"The engine is currently overloaded (injected).{self._echo(request)}"
+            return _error(503, message, "server_error")
         if kind == "malformed":
             return web.Response(body=b'{"id": "chatcmpl-', content_type="application/json")
         if kind == "empty_choices":

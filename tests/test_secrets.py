@@ -1,0 +1,231 @@
+"""Secrets never persist: the registry, redaction, and a canary key through a whole CLI run."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from secrets import token_hex
+
+import orjson
+import pytest
+
+from maslab.cli import main
+from maslab.errors import LLMError, ServerError
+from maslab.llm.registry import load_model
+from maslab.llm.retry import RetryPolicy
+from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.secrets import (
+    MARKER,
+    redact,
+    redact_bytes,
+    register_environment_secrets,
+    register_secret,
+    scrub,
+)
+from maslab.testing.fake_server import FakeOpenAIServer
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer abc123def456ghi789", f"Authorization: Bearer {MARKER}"),
+        (
+            '{"Authorization": "Bearer eyJhbGciOi.J9abc123"}',
+            f'{{"Authorization": "Bearer {MARKER}"}}',
+        ),
+        (
+            "curl -H 'authorization: Bearer 0123456789abcdef'",
+            f"curl -H 'authorization: Bearer {MARKER}'",
+        ),
+        ("OPENAI_API_KEY=sk-proj-ABCDEFGHIJ1234567890 run", f"OPENAI_API_KEY={MARKER} run"),
+        ('{"api_key": "zq81XYZ0987abcdefg"}', f'{{"api_key": "{MARKER}"}}'),
+        ("x-api-key: 0123456789abcdefXYZ", f"x-api-key: {MARKER}"),
+        ("key sk-ant-api03-abcdefghijklmnop1234 end", f"key {MARKER} end"),
+        ("line\nsk-abcdefghijklmnop1234", f"line\n{MARKER}"),
+    ],
+)
+def test_credential_shapes_are_redacted(text, expected):
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The answer is 42.",
+        "api_key = os.environ['OPENAI_API_KEY']",
+        "def f(api_key: str | None = None): ...",
+        'headers = {"Authorization": f"Bearer {token}"}',
+        "the bearer of bad news uses sk-learn-compatible estimators; task-0123456789abcdef",
+    ],
+)
+def test_ordinary_text_and_code_are_left_alone(text):
+    assert redact(text) is text
+
+
+def test_registered_values_are_redacted_everywhere_and_short_ones_ignored():
+    value = f"zq{token_hex(10)}"  # no credential shape: only the registry knows it
+    assert redact(f"a {value} b") == f"a {value} b"
+    register_secret(value)
+    register_secret("short")
+    register_secret("")
+    register_secret(None)
+    assert redact(f"a {value} b; token: {value}") == f"a {MARKER} b; token: {MARKER}"
+    assert redact("a short b") == "a short b"
+    assert scrub(f'{{"t": "{value}"}}'.encode()) == f'{{"t": "{MARKER}"}}'.encode()
+    clean = b'{"t": "nothing"}'
+    assert scrub(clean) is clean and redact_bytes(clean) is clean
+
+
+def test_redacting_json_lines_keeps_them_json():
+    row = {"answer": 'config {"api_key": "zq81XYZ0987abcdefg"}\nsk-abcdefghijklmnop1234'}
+    line = redact_bytes(orjson.dumps(row))
+    assert orjson.loads(line) == {"answer": f'config {{"api_key": "{MARKER}"}}\n{MARKER}'}
+
+
+def test_credential_named_environment_variables_are_registered(monkeypatch):
+    value, other = f"zq{token_hex(10)}", f"zq{token_hex(10)}"
+    monkeypatch.setenv("SOME_PROVIDER_API_KEY", value)
+    monkeypatch.setenv("MASLAB_PLAIN_SETTING", other)
+    register_environment_secrets()
+    assert redact(f"{value} {other}") == f"{MARKER} {other}"
+
+
+def test_llm_error_messages_are_redacted():
+    value = f"zq{token_hex(10)}"
+    register_secret(value)
+    error = ServerError(f"HTTP 500: bad key {value}; Authorization: Bearer abcdef0123456789")
+    assert str(error) == f"HTTP 500: bad key {MARKER}; Authorization: Bearer {MARKER}"
+    assert isinstance(error, LLMError)
+
+
+async def test_litellm_keys_are_registered_and_scrubbed_from_replies(monkeypatch):
+    key = f"zq{token_hex(10)}"
+    monkeypatch.setenv("SOME_VENDOR_API_KEY", key)
+    replies = [{"choices": [{"message": {"content": f"you sent {key}"}}], "model": "m"}]
+
+    async def acompletion(**kwargs: object) -> object:
+        if replies:
+            return replies.pop()
+        raise RuntimeError(f"401 for key {key}")
+
+    monkeypatch.setitem(sys.modules, "litellm", types.SimpleNamespace(acompletion=acompletion))
+    model = load_model("litellm:vendor/m", retry=RetryPolicy(attempts=1))
+    completion = await model.chat("hello")
+    assert completion.text == f"you sent {MARKER}" and key not in str(completion.raw)
+    with pytest.raises(LLMError) as failed:
+        await model.chat("again")
+    assert key not in str(failed.value) and MARKER in str(failed.value)
+
+
+def _leaks(root: Path, secrets: list[str]) -> list[str]:
+    """Files under ``root`` whose bytes hold any of ``secrets``."""
+    return [
+        str(path)
+        for path in root.rglob("*")
+        if path.is_file() and any(s.encode() in path.read_bytes() for s in secrets)
+    ]
+
+
+def test_a_canary_key_reaches_no_file_and_no_terminal(tmp_path, monkeypatch, capsys):
+    canary, wrong = f"sk-canary-{token_hex(16)}", f"sk-canary-{token_hex(16)}"
+    monkeypatch.setenv("MASLAB_CANARY_KEY", canary)
+    monkeypatch.setenv("MASLAB_CANARY_WRONG_KEY", wrong)
+    with FakeOpenAIServer(api_key=canary, echo_key=True, faults={"500": 0.3}, seed=5) as server:
+        endpoints = tmp_path / "endpoints.yaml"
+        endpoint = f"  - base_url: {server.base_url}\n    api_key_env: MASLAB_CANARY_%s\n"
+        endpoints.write_text(  # two endpoints, one with a wrong key: about half the calls get 401
+            "canary:\n" + endpoint % "KEY" + "    retry: {attempts: 2, initial_wait: 0}\n"
+            + endpoint % "WRONG_KEY"
+        )  # fmt: skip
+        run, cache = tmp_path / "run", tmp_path / "cache"
+        command = ["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "12",
+                   "--model", "openai:canary", "--endpoints", str(endpoints),
+                   "--cache", str(cache / "llm.sqlite"), "--out", str(run), "--quiet"]  # fmt: skip
+        assert main(command) == 1  # some samples failed (401, or 500 twice)
+        assert main(command[:-1]) == 1  # resumed (progress bar on): errored ones are retried
+        assert server.fault_counts["500"] > 0
+    assert main(["report", str(run), "-o", str(run / "report.html")]) == 0
+    store = RunStore(run)
+    records = store.results()
+    failed = [r for r in records if r.status == "error"]
+    ok = next(r for r in records if r.status == "ok")
+    assert main(["show", str(run)]) == 0
+    assert main(["show", str(run), ok.task_id]) == 0
+    assert main(["show", str(run), failed[0].task_id]) == 0
+    printed = capsys.readouterr()
+    assert _leaks(tmp_path, [canary, wrong]) == []
+    assert canary not in printed.out + printed.err and wrong not in printed.out + printed.err
+    # the server did echo the keys: in 401s, in 500s and in every completion
+    assert any("HTTP 401" in (r.error or "") for r in failed) and store.superseded()
+    assert all(f"(sent: Bearer {MARKER})" in (r.error or "") for r in failed)
+    trace = next(store.traces(ok.task_id))
+    assert trace["calls"][0]["response"].startswith(f"Bearer {MARKER}\n")
+    assert MARKER in printed.out
+
+
+def test_result_and_trace_lines_are_redacted_as_written(tmp_path):
+    key = f"sk-proj-{token_hex(20)}"  # e.g. in a provider bug's message, which the runner keeps
+    store = RunStore(tmp_path / "run")
+    manifest = Manifest(method="m", benchmark="b", model="openai:m", evaluator="e")
+    store.open(manifest)
+    failed = ResultRecord(task_id="t", status="error", error=f"RuntimeError: bad key {key}")
+    store.append(failed, {"task_id": "t", "repeat": 0, "calls": [{"error": key}]})
+    store.close()
+    store.open(manifest)  # moves the errored line to superseded.jsonl
+    store.close()
+    assert (tmp_path / "run" / "superseded.jsonl").exists()
+    assert _leaks(tmp_path, [key]) == []
+    assert store.superseded()[0].error == f"RuntimeError: bad key {MARKER}"
+
+
+def _plant_old_run(directory: Path, secrets: list[str]) -> str:
+    """A run directory written before redaction existed, with ``secrets`` in its lines."""
+    directory.mkdir()
+    manifest = {
+        "method": "vanilla",
+        "benchmark": "arith",
+        "model": "openai:m",
+        "evaluator": "numeric",
+    }
+    (directory / "manifest.json").write_bytes(orjson.dumps(manifest))
+    leak = " ".join(secrets)
+    result = {
+        "task_id": "t1",
+        "repeat": 0,
+        "status": "error",
+        "error": f"RuntimeError: {leak}",
+        "gold": "1",
+    }
+    (directory / "results.jsonl").write_bytes(orjson.dumps(result) + b"\n")
+    message = {"sender": "solver", "content": f"my key is {leak}", "round": 0, "kind": "reply"}
+    trace = {"task_id": "t1", "repeat": 0, "prompt": f"use {leak}", "messages": [message],
+             "calls": [{"agent": "solver", "model": "openai:m", "response": leak}]}  # fmt: skip
+    (directory / "traces.jsonl").write_bytes(orjson.dumps(trace) + b"\n")
+    return "t1"
+
+
+def test_show_and_report_redact_runs_written_before(tmp_path, capsys):
+    registered = f"zq{token_hex(10)}"
+    register_secret(registered)
+    long_key = f"sk-proj-{token_hex(78)}"  # 164 characters: wider than the terminal
+    secrets = [registered, long_key]
+    run = tmp_path / "old-run"
+    task = _plant_old_run(run, secrets)
+    assert main(["show", str(run)]) == 0
+    assert main(["show", str(run), task]) == 0
+    assert main(["report", str(run), "-o", str(tmp_path / "report.html")]) == 0
+    printed = capsys.readouterr().out
+    assert not any(s in printed for s in secrets) and MARKER in printed
+    assert long_key[:24] not in printed.replace("\n", "")
+    html = (tmp_path / "report.html").read_text()
+    assert not any(s in html for s in secrets) and MARKER in html
+
+
+def test_cli_error_messages_are_redacted(tmp_path, capsys):
+    value = f"zq{token_hex(10)}"
+    register_secret(value)
+    missing = tmp_path / f"no-such-run-{value}"
+    assert main(["show", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("maslab: error:") and value not in err and MARKER in err
