@@ -168,13 +168,13 @@ def test_error_causes_are_grouped_most_frequent_first():
 
 
 def test_the_summary_names_the_causes_of_errors(tmp_path, capsys):
-    with FakeOpenAIServer(["The answer is 14."], schedule=["malformed"] * 200) as server:
+    with FakeOpenAIServer(["The answer is 14."], schedule=["400"] * 200) as server:
         code = main(["run", "--method", "vanilla", "--benchmark", "gsm8k", "--data", str(GSM8K),
                      "--model", f"openai:fake@{server.base_url}", "--limit", "2",
                      "--out", str(tmp_path / "run"), "--no-cache", "--quiet"])  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 1
-    assert "errors: 2 × MalformedResponse:" in printed and "not JSON" in printed
+    assert "errors: 2 × RequestRejected:" in printed and "HTTP 400" in printed
 
 
 def test_an_evaluator_failure_is_that_samples_error_not_the_runs(tmp_path, monkeypatch):
@@ -204,3 +204,23 @@ def test_check_gold_is_a_typed_error_from_python():
     task = Task(id="q1", question="?", gold="Z", choices=("a", "b", "c"))
     with pytest.raises(ConfigError, match="q1: gold 'Z' is not an option letter"):
         ChoiceEvaluator().check_gold(task)
+
+
+def test_an_unreachable_endpoint_stops_the_run_early_and_says_why(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoints = tmp_path / "endpoints.yaml"
+    endpoints.write_text(
+        f"down:\n  - base_url: http://127.0.0.1:{port}/v1\n"
+        "    retry: {attempts: 2, initial_wait: 0.01, max_wait: 0.02}\n"
+    )
+    code = main(["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "50",
+                 "--model", "openai:down", "--endpoints", str(endpoints), "--concurrency", "2",
+                 "--out", str(tmp_path / "run"), "--no-cache", "--quiet"])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert "stopped after 3 samples failed and none succeeded: LLMConnectionError" in err
+    assert len(lines(tmp_path / "run" / RESULTS)) < 50
