@@ -247,17 +247,21 @@ class Benchmark:
         return hub.describe(split), lambda: _hub_records(self.name, hub, split)
 
     def _checked(self, records: list[Record], where: str) -> list[Record]:
-        for number, record in enumerate(records, 1):
+        for index, record in enumerate(records):
             for name in self.fields:
                 if record.get(name) is None:
                     needs = ", ".join(self.fields)
                     raise ConfigError(
-                        f"{where}: record {number}: missing field '{name}' "
+                        f"{_at(where, records, index)}: missing field '{name}' "
                         f"({self.name} needs {needs})"
                     )
         return records
 
     def _tasks(self, records: list[Record], split: str, where: str) -> list[Task]:
+        """Every kept record as a task; an error names the record (and its line in a JSONL
+        file). No records, or none kept, is an error too: a run of 0 tasks measures nothing."""
+        if not records:
+            raise ConfigError(f"{where}: no records; a {self.name} data file needs at least one")
         tasks = []
         for index, record in enumerate(records):
             if not self.keep(record):
@@ -265,14 +269,31 @@ class Benchmark:
             try:
                 tasks.append(self.to_task(record, index, split))
             except KeyError as exc:
-                raise ConfigError(f"{where}: record {index + 1}: missing field {exc}") from None
+                raise ConfigError(f"{_at(where, records, index)}: missing field {exc}") from None
             except (ValueError, TypeError, IndexError) as exc:
                 problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise ConfigError(f"{where}: record {index + 1}: {problem}") from None
+                raise ConfigError(f"{_at(where, records, index)}: {problem}") from None
+        if not tasks:
+            raise ConfigError(f"{where}: {self.name} leaves out all {len(records)} records")
         duplicates = [tid for tid, n in Counter(t.id for t in tasks).items() if n > 1]
         if duplicates:
             raise ConfigError(f"{where}: duplicate task id '{duplicates[0]}'")
         return tasks
+
+
+class _JsonLines(list[Record]):
+    """Records of a JSONL file and the 1-based line each came from, for error messages."""
+
+    def __init__(self, records: list[Record], lines: list[int]) -> None:
+        super().__init__(records)
+        self.lines = lines
+
+
+def _at(where: str, records: Sequence[Record], index: int) -> str:
+    """``where: record N``, with the line when it differs (blank lines in a JSONL file)."""
+    lines = getattr(records, "lines", None)
+    line = f" (line {lines[index]})" if lines and lines[index] != index + 1 else ""
+    return f"{where}: record {index + 1}{line}"
 
 
 class NumberBenchmark(Benchmark):
@@ -374,6 +395,8 @@ def data_path(name: str, split: str = "test") -> Path:
 def read_records(path: str | Path) -> list[Record]:
     """Records of a .json, .jsonl, .jsonl.gz or .parquet file; one-line ConfigError otherwise."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory; name a data file in it")
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
     suffix = path.name.lower()
@@ -394,21 +417,22 @@ def read_records(path: str | Path) -> list[Record]:
             )
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
-    for number, record in enumerate(records, 1):
+    for index, record in enumerate(records):
         if not isinstance(record, dict):
-            raise ConfigError(f"{path}: record {number}: not a JSON object")
+            raise ConfigError(f"{_at(str(path), records, index)}: not a JSON object")
     return records
 
 
 def _parse_jsonl(path: Path, lines: Iterable[str]) -> list[Any]:
-    records = []
+    records, numbers = [], []
     for lineno, line in enumerate(lines, 1):
         if line.strip():
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
-    return records
+            numbers.append(lineno)
+    return _JsonLines(records, numbers)
 
 
 def _parse_json(path: Path, text: str) -> list[Any]:
@@ -450,10 +474,16 @@ def _write_jsonl(path: Path, records: Iterable[Record]) -> Path:
     return path
 
 
-def _hub_records(name: str, hub: HubSource, split: str) -> list[Record]:
+def _hub_records(name: str, hub: HubSource, split: str, *, fetching: bool = False) -> list[Record]:
     try:
         import datasets
     except ImportError:
+        if fetching:  # the hint must not be to run this very command again
+            raise ConfigError(
+                f"fetching {name} needs the datasets package: pip install 'maslab[hf]'; or, "
+                f"with the data in a file, `maslab data import {name} FILE` or "
+                "`maslab run ... --data FILE`"
+            ) from None
         raise ConfigError(
             f"{name} data not found: pass --data FILE, run `maslab data import {name} FILE`, "
             f"or `pip install 'maslab[hf]'` and `maslab data fetch {name}`"
@@ -477,7 +507,7 @@ def fetch(name: str, split: str = "test") -> Path:
         choose = ", ".join(benchmark.splits)
         raise ConfigError(f"{name} has no split '{split}'; choose from {choose}")
     where = benchmark.hub.describe(split)
-    records = benchmark._checked(_hub_records(name, benchmark.hub, split), where)
+    records = benchmark._checked(_hub_records(name, benchmark.hub, split, fetching=True), where)
     return _write_jsonl(data_path(name, split), records)
 
 

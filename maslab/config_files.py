@@ -72,14 +72,22 @@ def load_yaml(path: str | Path, schema: type[T] | TypeAdapter[T]) -> T:
         line = _line_of(loc, lines)
         where = f"{path}:{line}" if line else str(path)
         field = _field(loc)
-        raise ConfigError(f"{where}: {field + ': ' if field else ''}{err['msg']}") from None
+        raise ConfigError(f"{where}: {field + ': ' if field else ''}{_problem(err)}") from None
 
 
-def validation_message(exc: ValidationError, what: str) -> str:
-    """One line for a pydantic error on in-memory input (no file to point at)."""
+def _problem(err: Any) -> str:
+    """A pydantic error's text on one line; a :class:`ConfigError` a validator raised (a
+    complete message already) without the ``Value error,`` prefix pydantic adds."""
+    error = err.get("ctx", {}).get("error")
+    return " ".join(str(error if isinstance(error, ConfigError) else err["msg"]).split())
+
+
+def validation_message(exc: ValidationError, what: str = "") -> str:
+    """One line for a pydantic error on in-memory input (no file to point at); ``what`` names
+    the input, when the caller does not."""
     err = exc.errors()[0]
     field = _field(tuple(err["loc"]))
-    return f"{what}: {field + ': ' if field else ''}{err['msg']}"
+    return f"{what + ': ' if what else ''}{field + ': ' if field else ''}{_problem(err)}"
 
 
 def parse_value(text: str) -> Any:

@@ -15,9 +15,12 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from maslab.errors import BudgetExceeded, SampleEnded
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from maslab.config_files import validation_message
+from maslab.errors import BudgetExceeded, ConfigError, SampleEnded
 from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
 from maslab.llm.registry import ModelPool
 from maslab.llm.types import ChatMessage, ChatModel, ChatRequest, Completion, make_request
@@ -41,6 +44,34 @@ class Budget:
     max_calls: int | None = None
     max_tokens: int | None = None
     max_seconds: float | None = None
+
+
+class Sampling(BaseModel):
+    """The sampling parameters a run or sample may set (those of :func:`make_request`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    extra: dict[str, Any] | None = None
+
+
+def check_sampling(sampling: Mapping[str, Any] | None, what: str = "sampling") -> dict[str, Any]:
+    """``sampling`` as a plain dict (values as given), or a one-line :class:`ConfigError`
+    naming the bad key; ``what`` prefixes the message ("" when the caller names the field)."""
+    if sampling is None:
+        return {}
+    if not isinstance(sampling, Mapping):
+        kind = type(sampling).__name__
+        raise ConfigError(f"sampling must be a mapping like {{'temperature': 0.5}}, got {kind}")
+    try:
+        Sampling.model_validate(sampling)
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, what)) from None
+    return dict(sampling)
 
 
 def derive_seed(*parts: object) -> int:
@@ -70,13 +101,27 @@ class Context:
         gate: asyncio.Semaphore | None = None,
     ) -> None:
         """``gate`` caps model calls in flight across every sample that shares it."""
+        if not isinstance(model, str) and not callable(getattr(model, "complete", None)):
+            _wrong("model", model, "a model spec like 'openai:gpt-4o-mini' or a ChatModel")
+        for name, value, kind, expected in (
+            ("models", models, ModelPool, "a ModelPool"),
+            ("budget", budget, Budget, "a Budget"),
+            ("gate", gate, asyncio.Semaphore, "an asyncio.Semaphore"),
+        ):
+            if value is not None and not isinstance(value, kind):
+                _wrong(name, value, expected)
+        if not isinstance(sample_id, str):
+            _wrong("sample_id", sample_id, "a string")
+        for name, number in (("repeat", repeat), ("seed", seed)):
+            if not isinstance(number, int) or isinstance(number, bool):
+                _wrong(name, number, "an int")
+        self.sampling = check_sampling(sampling)
         self.models = models or ModelPool()
         self.model = self.resolve(model)
         self.sample_id = sample_id
         self.repeat = repeat
         self.seed = seed
         self.budget = budget or Budget()
-        self.sampling = dict(sampling or {})
         self.gate = gate
         self.rng = random.Random(derive_seed(seed, sample_id, repeat))
         self.ledger = UsageLedger()
@@ -239,3 +284,8 @@ class Context:
             await asyncio.gather(*late, return_exceptions=True)
         for _ in range(_RESUME_STEPS):  # let tasks gathering those callers resume too
             await asyncio.sleep(0)
+
+
+def _wrong(name: str, value: object, expected: str) -> NoReturn:
+    """Raise the one-line error for a :class:`Context` argument of the wrong type."""
+    raise ConfigError(f"Context {name} must be {expected}, got {type(value).__name__}")

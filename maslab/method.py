@@ -8,11 +8,12 @@ implement ``optimize``. Methods register under an explicit name; lookups never g
 from __future__ import annotations
 
 import asyncio
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maslab.config_files import validation_message
 from maslab.context import Context
@@ -29,6 +30,26 @@ class MethodConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    def agent_models(self) -> list[str]:
+        """The model specs this config gives its agents (those without one use the run's)."""
+        found: list[str] = []
+
+        def walk(value: object) -> None:
+            if isinstance(value, AgentSpec):
+                found.extend([value.model] if value.model else [])
+            elif isinstance(value, BaseModel):
+                for name in type(value).model_fields:
+                    walk(getattr(value, name))
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    walk(item)
+            elif isinstance(value, Mapping):
+                for item in value.values():
+                    walk(item)
+
+        walk(self)
+        return found
+
 
 class AgentSpec(BaseModel):
     """One agent's settings inside a method config (``agents.0.model=openai:gpt-4o``).
@@ -39,7 +60,7 @@ class AgentSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str | None = None
-    temperature: float | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
 
     def options(self) -> dict[str, Any]:
         """Keyword arguments for :meth:`Context.agent`."""
@@ -55,14 +76,20 @@ class Method:
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
     ) -> None:
+        what = f"{self.name or type(self).__name__} config"
         if isinstance(config, MethodConfig):
             config = config.model_dump()
+        elif config is not None and not isinstance(config, Mapping):
+            settings = ", ".join(f"{field}=..." for field in self.Config.model_fields)
+            raise ConfigError(
+                f"{what} must be a mapping or {self.Config.__qualname__}, got "
+                f"{type(config).__name__} {reprlib.repr(config)}; pass settings as keywords: "
+                f"{type(self).__name__}({settings})"
+            )
         try:
             self.config = self.Config.model_validate({**(config or {}), **overrides})
         except ValidationError as exc:
-            raise ConfigError(
-                validation_message(exc, f"{self.name or type(self).__name__} config")
-            ) from None
+            raise ConfigError(validation_message(exc, what)) from None
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         raise NotImplementedError

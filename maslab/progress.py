@@ -1,24 +1,88 @@
-"""Live progress of a run in the terminal: done/total, accuracy with CI, spend, errors, ETA."""
+"""Live progress of a run in the terminal: done/total, accuracy with CI, spend, errors, ETA.
+
+One line at any width: the count, elapsed time and ETA always show in full; the rest of the
+line gets what is left, giving up first the bar, then calls and tokens, then label characters,
+and last the accuracy and error count.
+"""
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import TracebackType
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.progress import (
-    BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column
+from rich.text import Text
 
 from maslab.results import ResultRecord
 from maslab.stats import clustered_interval
+
+# (text, style) pieces of the figures, most important first; the first ``kept`` come before
+# the label, the rest only while the whole label fits
+Figures = tuple[tuple[str, str], ...]
+_BAR_MIN, _BAR_MAX = 10, 40
+
+
+@dataclass(frozen=True)
+class _FittedLine:
+    """Label, bar and figures laid out in the width the table gives them."""
+
+    label: str
+    completed: float
+    total: float | None
+    figures: Figures
+    kept: int
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        label = Text(self.label, style="bold")
+        shown = self.kept
+        while shown < len(self.figures) and self._room(width, shown + 1) >= label.cell_len:
+            shown += 1
+        room = self._room(width, shown)
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if room > 0:
+            bar = min(_BAR_MAX, room - label.cell_len - 1)
+            label.truncate(room, overflow="ellipsis")
+            line.append_text(label)
+            if bar >= _BAR_MIN and self.total:
+                done = round(bar * min(1.0, self.completed / self.total))
+                line.append(" ").append("━" * done, "bar.complete")
+                line.append("━" * (bar - done), "bar.back")
+            if shown:
+                line.append(" ")
+        for i, (text, style) in enumerate(self.figures[:shown]):
+            line.append(("  " if i else "") + text, style)
+        line.truncate(width, overflow="ellipsis")
+        yield line
+
+    def _room(self, width: int, shown: int) -> int:
+        """What is left for the label and bar beside the first ``shown`` figures."""
+        figures = sum(len(text) + 2 for text, _ in self.figures[:shown]) - 1 if shown else 0
+        return width - figures
+
+
+class _LineColumn(ProgressColumn):
+    """The flexible part of the line (see :class:`_FittedLine`)."""
+
+    def __init__(self) -> None:
+        super().__init__(table_column=Column(ratio=1, no_wrap=True))
+
+    def render(self, task: Task) -> _FittedLine:
+        figures, kept = task.fields["figures"]
+        return _FittedLine(task.description, task.completed, task.total, figures, kept)
 
 
 class RunProgress:
@@ -41,17 +105,16 @@ class RunProgress:
     ) -> None:
         self.console = console or Console(stderr=True)
         self._bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
+            _LineColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
             console=self.console,
             transient=False,
+            expand=True,
         )
-        self._task = self._bar.add_task(label, total=total, stats="")
+        self._task = self._bar.add_task(label, total=total, figures=((), 0))
         self.done = self.errors = 0
         self.tokens = self.calls = 0
         self._tasks: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # samples, correct
@@ -93,9 +156,8 @@ class RunProgress:
         means = [c / n for n, c in self._tasks.values()]
         accuracy = sum(means) / len(means)
         lo, hi = clustered_interval(means, self.done)
-        stats = (
-            f"acc {accuracy:.1%} [{lo:.1%}, {hi:.1%}]  "
-            f"tokens {self.tokens:,}  calls {self.calls:,}"
-            + (f"  [red]errors {self.errors}[/]" if self.errors else "")
-        )
-        self._bar.update(self._task, stats=stats)
+        kept: Figures = ((f"acc {accuracy:.1%} [{lo:.1%}, {hi:.1%}]", ""),)
+        if self.errors:
+            kept += ((f"errors {self.errors}", "red"),)
+        spend = ((f"tokens {self.tokens:,}", ""), (f"calls {self.calls:,}", ""))
+        self._bar.update(self._task, figures=(kept + spend, len(kept)))

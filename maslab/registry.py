@@ -45,7 +45,14 @@ class Registry(Generic[C]):
         self._discovered = True
         importlib.import_module(self.package)
         for plugin in entry_points(group=f"maslab.{self.kind}s"):
-            plugin.load()
+            try:
+                plugin.load()
+            except Exception as exc:  # third-party code: name the plugin, not our traceback
+                problem = (str(exc).splitlines() or [type(exc).__name__])[0]
+                raise ConfigError(
+                    f"{self.kind} plugin '{plugin.name}' ({plugin.value}) failed to load: "
+                    f"{type(exc).__name__}: {problem}; fix or uninstall it"
+                ) from exc
 
     def names(self) -> list[str]:
         self._discover()
@@ -53,6 +60,8 @@ class Registry(Generic[C]):
 
     def get(self, name: str) -> C:
         """The class registered as ``name``; a one-line error with close matches otherwise."""
+        if not isinstance(name, str):
+            raise ConfigError(f"a {self.kind} name is a string, got {type(name).__name__}")
         self._discover()
         if name in self._classes:
             return self._classes[name]

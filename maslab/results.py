@@ -18,12 +18,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import IO, Any, ClassVar, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from maslab.config_files import validation_message
 from maslab.errors import ConfigError
 from maslab.evaluation import Score
 from maslab.secrets import redact_bytes
@@ -177,6 +179,20 @@ def _line(row: dict[str, Any]) -> bytes:
     return redact_bytes(orjson.dumps(row)) + b"\n"
 
 
+def _append_whole(file: IO[bytes], line: bytes) -> None:
+    """Append and flush ``line``; a write that fails part-way (a full disk) is cut back off, so
+    a later line is never glued onto half of it."""
+    end = file.tell()
+    try:
+        file.write(line)
+        file.flush()
+    except OSError:
+        with suppress(OSError):
+            file.truncate(end)
+            file.seek(end)
+        raise
+
+
 def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     """Replace ``path`` atomically with ``rows`` as JSON lines."""
     write_atomically(path, b"".join(map(_line, rows)))
@@ -199,6 +215,10 @@ class RunStore:
             return Manifest.model_validate_json(self.manifest_path.read_bytes())
         except FileNotFoundError:
             raise ConfigError(f"{self.dir}: not a maslab run (no {MANIFEST})") from None
+        except ValidationError as exc:
+            raise ConfigError(
+                f"{self.manifest_path}: unreadable manifest ({validation_message(exc)})"
+            ) from None
         except ValueError as exc:
             raise ConfigError(f"{self.manifest_path}: unreadable manifest ({exc})") from None
 
@@ -264,10 +284,8 @@ class RunStore:
     def append(self, result: ResultRecord, trace: dict[str, Any]) -> None:
         """Write one finished sample (trace first, so a result line always has its trace)."""
         assert self._results is not None and self._traces is not None, "call open() first"
-        self._traces.write(_line(trace))
-        self._traces.flush()
-        self._results.write(_line(result.model_dump(mode="json")))
-        self._results.flush()
+        _append_whole(self._traces, _line(trace))
+        _append_whole(self._results, _line(result.model_dump(mode="json")))
 
     def close(self) -> None:
         for f in (self._results, self._traces):

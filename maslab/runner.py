@@ -23,11 +23,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import maslab
 from maslab.benchmark import get_benchmark
-from maslab.context import Budget, Context
+from maslab.context import Budget, Context, check_sampling
 from maslab.errors import ConfigError, LLMConnectionError, MaslabError, RequestRejected
 from maslab.evaluation import Evaluator, get_evaluator
 from maslab.llm.registry import ModelPool
@@ -79,6 +79,11 @@ class RunConfig(BaseModel):
     max_seconds: float | None = Field(None, gt=0)
     cache: str | None = None
     out: str
+
+    @field_validator("sampling")
+    @classmethod
+    def _sampling(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return check_sampling(value, what="")
 
     def budget(self) -> Budget:
         return Budget(self.max_calls, self.max_tokens, self.max_seconds)

@@ -1,11 +1,17 @@
-"""``maslab show``: a run's results as a table, or one task's transcript, in the terminal."""
+"""``maslab show``: a run's results as a table, or one task's transcript, in the terminal.
+
+Everything is printed with ``soft_wrap=False``: long lines wrap at the terminal's width
+inside their panels and cells instead of being cut there.
+"""
 
 from __future__ import annotations
+
+import difflib
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.table import Table
+from rich.table import Column, Table
 
 from maslab.errors import ConfigError
 from maslab.results import RunStore
@@ -26,7 +32,8 @@ def show_run(store: RunStore, console: Console) -> None:
         console.print(repeats)
     if errors := s.describe_errors():
         console.print(f"errors: {escape(errors)}")
-    table = Table("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls")
+    headers = ("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls")
+    table = Table(*(Column(h, overflow="fold") for h in headers))
     for r in records:
         extracted = r.score.extracted if r.score and r.score.extracted is not None else "—"
         tokens = r.tokens_used
@@ -35,24 +42,43 @@ def show_run(store: RunStore, console: Console) -> None:
             escape(str(r.gold)[:40]), "[green]✓[/]" if r.correct else "[red]✗[/]",
             f"{tokens:,}", str(int(r.usage.get("calls", 0))),
         )  # fmt: skip
-    console.print(table)
+    console.print(table, soft_wrap=False)
 
 
 def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> None:
-    trace = next((t for t in store.traces(task_id) if t["repeat"] == repeat), None)
-    if trace is None:
-        raise ConfigError(f"{store.dir}: no trace for task '{task_id}' repeat {repeat}")
+    traces = {t["repeat"]: t for t in store.traces(task_id)}
+    if repeat not in traces:
+        raise ConfigError(_missing(store, task_id, repeat, sorted(traces)))
+    trace = traces[repeat]
     result = next((r for r in store.results() if r.key == (task_id, repeat)), None)
-    console.print(Panel(escape(trace["prompt"]), title=f"task {escape(task_id)}", expand=False))
+    prompt = Panel(escape(trace["prompt"]), title=f"task {escape(task_id)}", expand=False)
+    console.print(prompt, soft_wrap=False)
     for m in trace["messages"]:
         to = f" → {', '.join(m['recipients'])}" if m.get("recipients") else ""
         title = f"{escape(m['sender'])}{escape(to)} · round {m.get('round')} · {m.get('kind')}"
-        console.print(Panel(escape(m["content"]), title=title, title_align="left"))
+        console.print(Panel(escape(m["content"]), title=title, title_align="left"), soft_wrap=False)
     if result is not None:
         verdict = "[green]correct[/]" if result.correct else "[red]wrong[/]"
         extracted = result.score.extracted if result.score else None
         console.print(
             f"{verdict}: extracted {escape(str(extracted))}, gold {escape(str(result.gold))} · "
             f"{int(result.usage.get('calls', 0))} calls, status {result.status}"
-            + (f" · {escape(result.error)}" if result.error else "")
+            + (f" · {escape(result.error)}" if result.error else ""),
+            soft_wrap=False,
         )
+
+
+def _missing(store: RunStore, task_id: str, repeat: int, repeats: list[int]) -> str:
+    """Why there is no transcript for (``task_id``, ``repeat``), and what there is instead."""
+    if repeats:
+        have = ", ".join(map(str, repeats))
+        return f"{store.dir}: task '{task_id}' has no repeat {repeat}; it has {have}"
+    ids = sorted({t["task_id"] for t in store.traces()})
+    if not ids:
+        return f"{store.dir}: no transcripts yet (no sample has finished)"
+    close = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return (
+        f"{store.dir}: no task '{task_id}'; {hint}{len(ids)} tasks, "
+        f"from {ids[0]} to {ids[-1]} (`maslab show {store.dir}` lists them)"
+    )

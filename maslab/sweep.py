@@ -11,23 +11,46 @@ benchmarks:
 limit: 50
 repeats: 1
 sampling: {temperature: 0.5, max_tokens: 2048}
+evaluator: llm_judge          # optional; then judge_model is required
+judge_model: openai:gpt-4o-mini
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from maslab.benchmark import get_benchmark
 from maslab.config_files import load_yaml
-from maslab.llm.registry import parse_spec
+from maslab.context import check_sampling
+from maslab.errors import ConfigError
+from maslab.evaluation import get_evaluator
+from maslab.llm.endpoints import load_endpoints
+from maslab.llm.registry import check_model
 from maslab.method import get_method
 from maslab.paths import default_response_cache
 from maslab.runner import DEFAULT_SAMPLING, RunConfig
+
+
+def judge_options(evaluator: str, judge: str | None) -> dict[str, Any]:
+    """``{"judge": judge}`` for an evaluator that asks a judge model, else ``{}``; a
+    :class:`ConfigError` when the evaluator needs a judge and ``judge`` is None."""
+    parameter = inspect.signature(get_evaluator(evaluator)).parameters.get("judge")
+    if parameter is None:
+        return {}
+    if judge is None:
+        if parameter.default is inspect.Parameter.empty:
+            raise ConfigError(
+                f"evaluator {evaluator} needs a judge model: --judge-model SPEC "
+                "(judge_model: in a sweep file), e.g. openai:gpt-4o-mini"
+            )
+        return {}
+    return {"judge": judge}
 
 
 class MethodCell(BaseModel):
@@ -65,6 +88,7 @@ class Sweep(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     out: str = "runs/sweep"
+    endpoints: str | None = None  # before the models, which are checked against it
     models: list[str] = Field(min_length=1)
     methods: list[MethodCell] = Field(min_length=1)
     benchmarks: list[BenchmarkCell] = Field(min_length=1)
@@ -73,8 +97,8 @@ class Sweep(BaseModel):
     seed: int = 0
     concurrency: int = Field(32, ge=1)
     sampling: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_SAMPLING))
-    endpoints: str | None = None
     evaluator: str | None = None
+    judge_model: str | None = None
     cache: str | bool = True
 
     @field_validator("methods", "benchmarks", mode="before")
@@ -85,12 +109,59 @@ class Sweep(BaseModel):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
 
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints_file(cls, path: str | None) -> str | None:
+        if path is not None:
+            load_endpoints(path)
+        return path
+
+    @field_validator("sampling")
+    @classmethod
+    def _sampling(cls, sampling: dict[str, Any]) -> dict[str, Any]:
+        return check_sampling(sampling, what="")  # the error names the field
+
     @field_validator("models")
     @classmethod
-    def _specs(cls, models: list[str]) -> list[str]:
+    def _specs(cls, models: list[str], info: ValidationInfo) -> list[str]:
+        """Servable models: known providers and aliases, API key variables set."""
         for spec in models:
-            parse_spec(spec)
+            check_model(spec, info.data.get("endpoints"))
         return models
+
+    @field_validator("methods")
+    @classmethod
+    def _agent_models(cls, methods: list[MethodCell], info: ValidationInfo) -> list[MethodCell]:
+        for cell in methods:
+            for spec in get_method(cell.name)(cell.config).config.agent_models():
+                check_model(spec, info.data.get("endpoints"))
+        return methods
+
+    @field_validator("judge_model")
+    @classmethod
+    def _judge(cls, spec: str | None, info: ValidationInfo) -> str | None:
+        if spec is not None:
+            check_model(spec, info.data.get("endpoints"))
+        return spec
+
+    @field_validator("evaluator")
+    @classmethod
+    def _evaluator(cls, name: str | None) -> str | None:
+        if name is not None:
+            get_evaluator(name)
+        return name
+
+    @model_validator(mode="after")
+    def _judged(self) -> Sweep:
+        """Every evaluator has the judge model it needs, and a judge model has a use."""
+        evaluators = {self.evaluator or get_benchmark(b.name).evaluator for b in self.benchmarks}
+        judged = [name for name in sorted(evaluators) if judge_options(name, self.judge_model)]
+        if self.judge_model and not judged:
+            raise ConfigError(
+                f"judge_model is only for an evaluator that asks a judge model (llm_judge), "
+                f"not for {' or '.join(sorted(evaluators))}"
+            )
+        return self
 
     def configs(self) -> list[RunConfig]:
         """One run config per cell, each in its own directory under ``out``."""
@@ -115,6 +186,9 @@ class Sweep(BaseModel):
                     seed=self.seed,
                     concurrency=self.concurrency,
                     evaluator=self.evaluator,
+                    evaluator_options=judge_options(
+                        self.evaluator or get_benchmark(bench.name).evaluator, self.judge_model
+                    ),
                     cache=cache,
                     out=str(Path(self.out) / bench.name / label / slug),
                 )

@@ -265,4 +265,4 @@ def test_progress_of_a_resumed_run_covers_the_samples_finished_before():
     progress = RunProgress("run", 6, done=before, console=Console(file=io.StringIO()))
     assert (progress.done, progress.tokens, progress.calls) == (3, 45, 6)
     (bar,) = progress._bar.tasks
-    assert bar.completed == 3 and bar.fields["stats"].startswith("acc 100.0% [")
+    assert bar.completed == 3 and bar.fields["figures"][0][0][0].startswith("acc 100.0% [")

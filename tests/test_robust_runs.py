@@ -224,3 +224,22 @@ def test_an_unreachable_endpoint_stops_the_run_early_and_says_why(tmp_path, caps
     assert code == 2 and "\n" not in err
     assert "stopped after 3 samples failed and none succeeded: LLMConnectionError" in err
     assert len(lines(tmp_path / "run" / RESULTS)) < 50
+
+
+def test_a_line_cut_short_by_a_full_disk_is_taken_back(tmp_path):
+    import io
+
+    from maslab.results import _append_whole
+
+    class FillsUp(io.BytesIO):
+        def write(self, data: bytes) -> int:
+            if self.tell() > 0:  # room for one line only
+                super().write(bytes(data)[:5])
+                raise OSError(28, "No space left on device")
+            return super().write(data)
+
+    file = FillsUp()
+    _append_whole(file, b'{"a": 1}\n')
+    with pytest.raises(OSError):
+        _append_whole(file, b'{"b": 2}\n')
+    assert file.getvalue() == b'{"a": 1}\n'  # no half line for the next append to follow

@@ -18,11 +18,16 @@ Several endpoints under one alias are load-balanced (least requests in flight). 
 only ever read from the environment variable an endpoint names, and are registered as secrets
 the moment they are read. ``retry`` is the alias's retry policy (every endpoint of an alias
 that sets one must set the same).
+
+Once an endpoints file is given, ``openai:<name>`` must be one of its aliases (a typo is an
+error, not a silent request to OpenAI); ``openai:<name>@default`` asks for the default server.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -34,6 +39,7 @@ from maslab.llm.retry import RetryPolicy
 from maslab.secrets import register_secret
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
+DEFAULT_SERVER = "default"  # ``openai:<name>@default``: $OPENAI_BASE_URL, else OpenAI
 
 
 class Endpoint(BaseModel):
@@ -83,32 +89,67 @@ def alias_retry(alias: str, endpoints: list[Endpoint]) -> RetryPolicy | None:
 
 
 EndpointsFile = dict[str, list[Endpoint]]
+# what callers may pass: a table, its YAML file, or None (see ``endpoints_table``)
+Endpoints = EndpointsFile | Mapping[str, object] | str | Path | None
 _ENDPOINTS_FILE = TypeAdapter(dict[str, list[Endpoint]])
 
 
 def load_endpoints(path: str | Path) -> EndpointsFile:
     """Read and validate an endpoints YAML file."""
-    table = load_yaml(path, _ENDPOINTS_FILE)
+    return _nonempty(load_yaml(path, _ENDPOINTS_FILE), str(path))
+
+
+def endpoints_table(endpoints: Endpoints) -> EndpointsFile | None:
+    """An endpoints table from a YAML path or a mapping of alias -> list of endpoints (each an
+    :class:`Endpoint` or its fields as a dict); ``None`` stays ``None``."""
+    if endpoints is None:
+        return None
+    if isinstance(endpoints, (str, Path)):
+        return load_endpoints(endpoints)
+    if not isinstance(endpoints, Mapping):
+        raise ConfigError(
+            "endpoints must be a YAML file path or a mapping of alias -> list of endpoints, "
+            f"got {type(endpoints).__name__}"
+        )
+    try:
+        table = _ENDPOINTS_FILE.validate_python(endpoints)
+    except ValidationError as exc:
+        raise ConfigError(
+            validation_message(exc, "endpoints (alias -> list of {base_url: ...})")
+        ) from None
+    return _nonempty(table, "endpoints")
+
+
+def _nonempty(table: EndpointsFile, where: str) -> EndpointsFile:
     for alias, endpoints in table.items():
         if not endpoints:
-            raise ConfigError(f"{path}: {alias}: needs at least one endpoint")
+            raise ConfigError(f"{where}: {alias}: needs at least one endpoint")
     return table
 
 
 def resolve_endpoints(name: str, table: EndpointsFile | None) -> tuple[str, list[Endpoint]]:
     """Endpoints for ``openai:<name>``.
 
-    ``name`` is an alias from the endpoints file, ``model@base_url`` for a keyless local server,
-    or a plain model name served by ``$OPENAI_BASE_URL`` (default OpenAI) with ``$OPENAI_API_KEY``.
+    ``name`` is an alias from the endpoints table, ``model@base_url`` for a keyless local
+    server, or a plain model name served by ``$OPENAI_BASE_URL`` (default OpenAI) with
+    ``$OPENAI_API_KEY``; with a table, a plain name must be spelled ``model@default``.
     Returns the alias (the model's identity in caches and ledgers) and its endpoints.
     """
     if table and name in table:
         return name, table[name]
-    if "@" in name:
-        model, _, url = name.partition("@")
+    model, at, url = name.partition("@")
+    if at and url != DEFAULT_SERVER:
         try:
             return name, [Endpoint(base_url=url, model=model)]
         except ValidationError as exc:
             raise ConfigError(validation_message(exc, f"model 'openai:{name}'")) from None
+    if table is not None and not at:
+        close = difflib.get_close_matches(name, table, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise ConfigError(
+            f"model 'openai:{name}' is not in the endpoints file; {hint}"
+            f"known: {', '.join(sorted(table)) or '(none)'} "
+            f"(for the default server say 'openai:{name}@{DEFAULT_SERVER}')"
+        )
     base_url = os.environ.get("OPENAI_BASE_URL", DEFAULT_OPENAI_URL)
-    return name, [Endpoint(base_url=base_url, model=name, api_key_env="OPENAI_API_KEY")]
+    return model, [Endpoint(base_url=base_url, model=model, api_key_env="OPENAI_API_KEY")]

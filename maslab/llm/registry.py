@@ -17,7 +17,13 @@ from pathlib import Path
 
 from maslab.errors import ConfigError
 from maslab.llm.cache import Cached, ResponseCache
-from maslab.llm.endpoints import EndpointsFile, alias_retry, load_endpoints, resolve_endpoints
+from maslab.llm.endpoints import (
+    Endpoints,
+    EndpointsFile,
+    alias_retry,
+    endpoints_table,
+    resolve_endpoints,
+)
 from maslab.llm.openai_compat import openai_transport
 from maslab.llm.pool import Balanced, Limited
 from maslab.llm.retry import Retrying, RetryPolicy
@@ -51,6 +57,10 @@ def providers() -> list[str]:
 
 def parse_spec(spec: str) -> tuple[str, str]:
     """Split ``provider:name``; raise a :class:`ConfigError` naming the problem."""
+    if not isinstance(spec, str):
+        raise ConfigError(
+            f"a model spec is a string like 'openai:gpt-4o-mini', got {type(spec).__name__}"
+        )
     provider, sep, name = spec.partition(":")
     if not sep:
         raise ConfigError(f"model spec '{spec}' needs a provider prefix, e.g. 'openai:{spec}'")
@@ -62,6 +72,16 @@ def parse_spec(spec: str) -> tuple[str, str]:
             f"{hint}known: {', '.join(providers())}"
         )
     return provider, name
+
+
+def check_model(spec: str, endpoints: Endpoints = None) -> None:
+    """Raise the :class:`ConfigError` that loading ``spec`` would, without loading it: an
+    unknown provider, an alias missing from ``endpoints``, an unset API key variable."""
+    provider, name = parse_spec(spec)
+    if provider == "openai":
+        alias, served_by = resolve_endpoints(name, endpoints_table(endpoints))
+        for endpoint in served_by:
+            endpoint.api_key(alias)
 
 
 @register_provider("openai")
@@ -98,20 +118,18 @@ def _scripted(name: str, settings: ModelSettings) -> ChatModelBase:
 def load_model(
     spec: str,
     *,
-    endpoints: EndpointsFile | str | Path | None = None,
+    endpoints: Endpoints = None,
     cache: ResponseCache | str | Path | None = None,
     retry: RetryPolicy | None = None,
 ) -> ChatModelBase:
     """Build the model stack for ``spec`` (``openai:gpt-4o-mini``, ``scripted:echo``, ...).
 
-    ``endpoints`` is an endpoints table or YAML file; ``cache`` a :class:`ResponseCache` or the
-    path of its SQLite file (None: no cache); ``retry`` the retry policy, unless the endpoints
-    of the model's alias set their own.
+    ``endpoints`` is an endpoints table (alias -> list of :class:`Endpoint` or their fields) or
+    YAML file; ``cache`` a :class:`ResponseCache` or the path of its SQLite file (None: no
+    cache); ``retry`` the retry policy, unless the endpoints of the model's alias set their own.
     """
     provider, name = parse_spec(spec)
-    if isinstance(endpoints, (str, Path)):
-        endpoints = load_endpoints(endpoints)
-    inner = _PROVIDERS[provider](name, ModelSettings(endpoints))
+    inner = _PROVIDERS[provider](name, ModelSettings(endpoints_table(endpoints)))
     own = inner.retry if isinstance(inner, Balanced) else None
     model: ChatModelBase = Retrying(inner, own or retry)
     model.name = spec
@@ -127,13 +145,11 @@ class ModelPool:
     def __init__(
         self,
         *,
-        endpoints: EndpointsFile | str | Path | None = None,
+        endpoints: Endpoints = None,
         cache: ResponseCache | str | Path | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self.endpoints = (
-            load_endpoints(endpoints) if isinstance(endpoints, (str, Path)) else endpoints
-        )
+        self.endpoints = endpoints_table(endpoints)
         self.cache = ResponseCache(cache) if isinstance(cache, (str, Path)) else cache
         self.retry = retry
         self._models: dict[str, ChatModelBase] = {}
