@@ -14,6 +14,7 @@ import time
 import tracemalloc
 import uuid
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -52,11 +53,12 @@ def backend(request, monkeypatch, tmp_path):
 
 
 def run(code: str, **kwargs) -> tuple[SandboxResult, str]:
-    """Run ``PRINT_NAMESPACE + code``; the result and the run's pid namespace."""
+    """Run ``PRINT_NAMESPACE + code``: the result (stdout after that line) and the run's own pid
+    namespace."""
     result = run_python(PRINT_NAMESPACE + code, **kwargs)
     namespace, _, rest = result.stdout.partition("\n")
     assert namespace.startswith("pid:[") and namespace != os.readlink("/proc/self/ns/pid")
-    return SandboxResult(result.status, result.returncode, rest, result.stderr, 0), namespace
+    return replace(result, stdout=rest), namespace
 
 
 def processes_in(namespace: str) -> list[int]:
