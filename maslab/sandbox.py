@@ -1,16 +1,35 @@
 """Run untrusted, model-written Python in a child process with every protection the OS allows.
 
-Every run gets a fresh temporary working directory (removed afterwards), a scrubbed environment,
-its own session and resource limits (CPU, address space, file size, no core dumps, processes).
-Where the machine allows it, the run also gets a pids cgroup (fork bombs are contained even as
-root) and, through ``unshare``, fresh network and pid namespaces (no network; killing the
-namespace's init kills every descendant). The wall-time limit, the output cap, an error or a
-cancellation in the parent all kill the whole process tree, which is always reaped. Protections
-the machine lacks are skipped; :func:`protections` says which are active.
+Layers, each used where the machine allows it (:func:`protections` says which are active):
 
-The program runs as ``python -s main.py`` under a small launcher that joins the cgroup, sets the
-limits, runs the program as its child, reaps orphans like an init, and records its exit code
-(``unshare`` itself does not report a child's death by signal reliably).
+* Always: a fresh temporary directory per run (removed afterwards) as the program's cwd, HOME and
+  TMPDIR; a scrubbed environment (for the launcher too); its own session; resource limits (CPU,
+  address space, file size, no core dumps, processes); the wall-time limit, the output cap, an
+  error or a cancellation kill the whole process tree, which is always reaped.
+* A pids cgroup per run: fork bombs are contained even as root.
+* Namespaces: new pid and network namespaces (no network; the namespace's init reaps orphans and
+  its exit kills every process left, daemons included) and a mount namespace with a new root
+  (``pivot_root``, the host's root detached): the host's system directories and the base Python
+  installation read-only, the run's directory writable at ``/sandbox``, a private ``/tmp`` and
+  ``/dev/shm``, a few harmless devices and a fresh ``/proc`` showing only the run's processes.
+  Home directories, caches, run directories, the working tree and the project's venv are absent.
+  The program then drops its privileges: no new privileges, locked securebits, empty capability
+  and bounding sets, and as root a uid/gid of its own (random per run, so its process limit is
+  its own). Backends: ``namespaces`` (maslab runs as root) or ``userns`` (a user namespace gives
+  the rights to mount; the root of that namespace maps to maslab's uid, or to the run's own uid
+  when maslab is root). :data:`BACKEND_VARIABLE` forces one (``namespaces``, ``userns``,
+  ``none``); if it fails, the run falls back to what works.
+
+Without namespaces (``none``), the program runs as maslab's user in the host's filesystem: it can
+read (and write) whatever that user can, including other runs' files, caches and credentials; it
+sees every process in ``/proc``, including the parent's environment when they share a uid; it
+has the network; and processes it detaches (a new session) outlive the run unless the pids
+cgroup catches them. :func:`require_isolation` refuses such a machine for strict runs.
+
+The program runs as ``python -s main.py`` under the base interpreter (not the project's venv) and
+:mod:`maslab.sandbox_launcher`, run by file path, which sets all of the above up, runs the program
+as its child, reaps orphans like an init and records the program's exit code (a process dying by
+a signal is reported as such).
 """
 
 from __future__ import annotations
@@ -19,7 +38,7 @@ import asyncio
 import json
 import math
 import os
-import shutil
+import secrets
 import signal
 import subprocess
 import sys
@@ -30,51 +49,51 @@ from asyncio.subprocess import DEVNULL, PIPE, Process
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from maslab.errors import ConfigError
+from maslab.sandbox_launcher import DEVICES, SANDBOX_DIR, SETUP_FAILED
+
+if TYPE_CHECKING:
+    from maslab.sandbox_launcher import Config, Filesystem, Namespaces
 
 Status = Literal["ok", "error", "timeout", "memory", "output_limit", "killed"]
+Backend = Literal["namespaces", "userns", "none"]
+
+BACKEND_VARIABLE = "MASLAB_SANDBOX_BACKEND"
+"""Environment variable forcing a backend: ``namespaces``, ``userns`` or ``none``."""
 
 _ENTRY = "main.py"
-_EXIT_FILE = "exit"  # beside the working directory, written by the launcher
-_CHUNK = 1 << 16
-_NAMESPACE_FLAGS = ("--net", "--pid", "--fork", "--kill-child")
+_PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+_LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
+_SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+_DEV_LINKS = {
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+}
+_STRICT = ("filesystem", "proc", "network", "unprivileged", "process_limit")
+_RUN_IDS = range(0x4000_0000, 0x5000_0000)  # a run's own uid and gid, when maslab is root
 _CGROUP_ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"))  # v2, then v1
 _CPU_SLACK = 0.1  # rusage rounds: a run stopped at the CPU limit may report a hair under it
 _SETTLE_SECONDS = 5  # after the kill, for the pipes to close
 _KILL_ROUNDS = 200  # rounds of 10 ms spent killing a cgroup's processes before giving up
-
-# Run as ``python -I -S -c`` (pid 1 of the new namespaces, when there are any).
-_LAUNCHER = """\
-import json, os, resource, sys
-config = json.loads(sys.argv[1])
-if config["cgroup_procs"]:
-    with open(config["cgroup_procs"], "w") as procs:
-        procs.write("0")
-for name, (soft, hard) in config["rlimits"].items():
-    kind = getattr(resource, name)
-    ceiling = resource.getrlimit(kind)[1]
-    if ceiling != resource.RLIM_INFINITY:
-        soft, hard = min(soft, ceiling), min(hard, ceiling)
-    resource.setrlimit(kind, (soft, hard))
-child = os.fork()
-if child == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-while (reaped := os.wait3(0))[0] != child:
-    pass
-_, status, usage = reaped
-with open(config["exit_file"], "w") as exit_file:
-    exit_file.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime}")
-"""
+_PROBE_SECONDS = 10
+_POLL_SECONDS = 0.02
+_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits for one run. ``max_processes`` counts threads too."""
+    """Resource limits for one run.
+
+    ``max_processes`` counts threads, and the sandbox's own supervising process.
+    ``max_file_mb`` caps each file, and also sizes the private /tmp and /dev/shm (RAM).
+    """
 
     wall_seconds: float = 10
     cpu_seconds: float = 10
@@ -120,20 +139,23 @@ async def arun_python(
     files: Mapping[str, str] | None = None,
 ) -> SandboxResult:
     """Run ``code`` as a script in the sandbox, ``files`` (relative path: text) in its cwd."""
+    isolation = _isolation()
     with (
         tempfile.TemporaryDirectory(prefix="maslab-sandbox-") as tmp,
         _pids_cgroup(limits.max_processes) as cgroup,
     ):
-        workdir, exit_file = Path(tmp).resolve() / "work", Path(tmp).resolve() / _EXIT_FILE
-        _write_files(workdir, code, files or {})
+        run = _Run(Path(tmp).resolve(), isolation)
+        _write_files(run.workdir, code, files or {})
+        run.prepare()
         output = _Output(limits.max_output_bytes)
         started = time.monotonic()
-        command = _command(limits, cgroup, exit_file)
-        exited = await _run(command, workdir, stdin, output, cgroup, limits.wall_seconds)
+        command = run.command(limits, cgroup, [_PYTHON, "-s", _ENTRY])
+        exited, launcher = await _run(command, run, stdin, output, cgroup, limits.wall_seconds)
         duration = time.monotonic() - started
-        returncode, cpu_used = _read_exit(exit_file)
+        returncode, cpu_used = _read_exit(run.exit_file)
+    cpu_spent = cpu_used >= limits.cpu_seconds - _CPU_SLACK
     return SandboxResult(
-        status=_status(output, exited, returncode, cpu_used >= limits.cpu_seconds - _CPU_SLACK),
+        status=_status(output, exited, returncode, cpu_spent, launcher == SETUP_FAILED),
         returncode=returncode,
         stdout=output.text(output.stdout),
         stderr=output.text(output.stderr),
@@ -141,24 +163,133 @@ async def arun_python(
     )
 
 
-@cache
-def protections() -> dict[str, bool]:
+def protections() -> dict[str, bool | str]:
     """Which optional protections are active here (probed once); the others are always on.
 
-    ``cgroup``: a pids cgroup per run; ``process_limit``: a process cap that holds (the cgroup,
-    or RLIMIT_NPROC when not root); ``network``/``pid_namespace``: fresh namespaces via unshare.
+    ``backend``: ``namespaces``, ``userns`` or ``none``; ``filesystem``: a new root without the
+    host's homes, caches, runs and projects; ``proc``: a /proc of the run's processes only;
+    ``network``/``pid_namespace``: fresh namespaces; ``unprivileged``: the program has no root
+    identity or capabilities on the host; ``cgroup``: a pids cgroup per run; ``process_limit``: a
+    process cap that holds (the cgroup, or RLIMIT_NPROC for an unprivileged program).
     """
+    isolation = _isolation()
+    namespaces = isolation.backend != "none"
+    unprivileged = isolation.filesystem or os.geteuid() != 0
     cgroup = _cgroup_root() is not None
-    namespaces = bool(_namespace_prefix())
     return {
-        "cgroup": cgroup,
-        "process_limit": cgroup or os.geteuid() != 0,
+        "backend": isolation.backend,
+        "filesystem": isolation.filesystem,
+        "proc": isolation.filesystem,
         "network": namespaces,
         "pid_namespace": namespaces,
+        "unprivileged": unprivileged,
+        "cgroup": cgroup,
+        "process_limit": cgroup or unprivileged,
     }
 
 
-# --- the child ---------------------------------------------------------------------------------
+def missing_isolation() -> list[str]:
+    """The protections a strict run needs that are unavailable here (keys of :func:`protections`).
+
+    Strict means: a new root (``filesystem``), its own ``proc``, no ``network``, an
+    ``unprivileged`` program and a ``process_limit`` that holds.
+    """
+    active = protections()
+    return [name for name in _STRICT if not active[name]]
+
+
+def require_isolation() -> None:
+    """Raise :class:`ConfigError` (one line: what is missing and why) unless a strict run can go."""
+    missing = missing_isolation()
+    if missing:
+        reasons = "; ".join(_isolation().failures)
+        why = f" ({reasons})" if reasons else ""
+        raise ConfigError(f"strict sandbox unavailable: no {', '.join(missing)}{why}")
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Isolation:
+    """The namespaces backend in use (with a new root or not), and why stronger ones failed."""
+
+    backend: Backend
+    filesystem: bool
+    failures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One run's host directory: ``work`` (the program's), ``exit``, and ``root`` (the skeleton)."""
+
+    tmp: Path
+    isolation: _Isolation
+    run_id: int = field(default_factory=lambda: secrets.choice(_RUN_IDS))
+    """The uid and gid of the program when maslab is root: its own, so is its process limit."""
+
+    @property
+    def workdir(self) -> Path:
+        return self.tmp / "work"
+
+    @property
+    def exit_file(self) -> Path:
+        return self.tmp / "exit"
+
+    @property
+    def home(self) -> str:
+        """The working directory as the program sees it."""
+        return SANDBOX_DIR if self.isolation.filesystem else str(self.workdir)
+
+    def prepare(self) -> None:
+        """Build the new root's skeleton and hand the working directory to the program's uid."""
+        if not self.isolation.filesystem:
+            return
+        _build_skeleton(self.tmp / "root")
+        if os.geteuid() == 0:
+            for directory, _, names in os.walk(self.workdir):
+                for path in (directory, *(os.path.join(directory, name) for name in names)):
+                    os.chown(path, self.run_id, self.run_id)
+
+    def command(self, limits: Limits, cgroup: Path | None, program: list[str]) -> list[str]:
+        """The launcher's command line, to run with cwd :attr:`workdir`."""
+        config: Config = {
+            "exit_file": str(self.exit_file),
+            "cgroup_procs": str(cgroup / "cgroup.procs") if cgroup else "",
+            "rlimits": _rlimits(limits),
+            "namespaces": self._namespaces(limits),
+        }
+        return [_PYTHON, "-I", "-S", str(_LAUNCHER), json.dumps(config), *program]
+
+    def _namespaces(self, limits: Limits) -> Namespaces | None:
+        backend, filesystem = self.isolation.backend, self.isolation.filesystem
+        if backend == "none":
+            return None
+        own = [self.run_id, self.run_id]
+        if backend == "userns":
+            id_map = own if os.geteuid() == 0 else [os.geteuid(), os.getegid()]
+            user = [0, 0]
+        else:
+            id_map, user = None, own if filesystem else None
+        new_root: Filesystem = {
+            "root": str(self.tmp / "root"),
+            "binds": list(_system_binds()),
+            "workdir": str(self.workdir),
+            "tmp_mb": limits.max_file_mb,
+        }
+        return {"id_map": id_map, "user": user, "filesystem": new_root if filesystem else None}
+
+    def environment(self) -> dict[str, str]:
+        """The launcher's and the program's whole environment: nothing is inherited."""
+        return {
+            "PATH": f"{os.path.dirname(_PYTHON)}:/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "HOME": self.home,
+            "TMPDIR": self.home,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+        }
 
 
 def _write_files(workdir: Path, code: str, files: Mapping[str, str]) -> None:
@@ -173,44 +304,55 @@ def _write_files(workdir: Path, code: str, files: Mapping[str, str]) -> None:
     (workdir / _ENTRY).write_text(code, encoding="utf-8")
 
 
-def _environment(home: Path) -> dict[str, str]:
-    """The child's whole environment: nothing is inherited but PATH."""
-    return {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "HOME": str(home),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "0",
-    }
+def _build_skeleton(root: Path) -> None:
+    """The new root's read-only skeleton: mount points, /dev's files and links, /usr's links."""
+    root.mkdir()
+    root.chmod(0o755)
+    for point in (*_system_binds(), SANDBOX_DIR, "/tmp", "/proc", "/dev/shm"):
+        _make_dirs(root, point)
+    for name in DEVICES:
+        (root / "dev" / name).touch(mode=0o644)
+    for name, target in _DEV_LINKS.items():
+        (root / "dev" / name).symlink_to(target)
+    for path in _SYSTEM_PATHS:
+        if os.path.islink(path):
+            (root / path.lstrip("/")).symlink_to(os.readlink(path))
 
 
-def _command(limits: Limits, cgroup: Path | None, exit_file: Path) -> list[str]:
-    """Namespaces (if any) -> launcher (cgroup, rlimits, init) -> ``python -s main.py``.
-
-    ``-s`` rather than ``-I``: the environment is already scrubbed, ``-E`` would void
-    PYTHONHASHSEED, and the program should be able to import the ``files`` beside it.
-    """
-    config = {
-        "cgroup_procs": str(cgroup / "cgroup.procs") if cgroup else "",
-        "rlimits": _rlimits(limits),
-        "exit_file": str(exit_file),
-    }
-    launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(config)]
-    return [*_namespace_prefix(), *launcher, sys.executable, "-s", _ENTRY]
+def _make_dirs(root: Path, path: str) -> None:
+    """``root``/``path`` and its parents, each traversable by anyone whatever the umask."""
+    current = root
+    for part in Path(path).parts[1:]:
+        current = current / part
+        if not current.exists():
+            current.mkdir()
+            current.chmod(0o755)
 
 
-def _rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
-    """(soft, hard) per resource; CPU gets SIGXCPU at the limit and SIGKILL a second later."""
+@cache
+def _system_binds() -> tuple[str, ...]:
+    """Directories shown read-only: the system's (symlinks are recreated) and base Python's."""
+    found: list[str] = []
+    system = [path for path in _SYSTEM_PATHS if os.path.isdir(path) and not os.path.islink(path)]
+    python = [sys.base_prefix, sys.base_exec_prefix, os.path.dirname(_PYTHON)]
+    for path in sorted({*system, *(os.path.realpath(path) for path in python)}, key=len):
+        # Never "/" (a Python installed there would show the host's whole tree).
+        if path != "/" and not any(Path(path).is_relative_to(done) for done in found):
+            found.append(path)
+    return tuple(found)
+
+
+def _rlimits(limits: Limits) -> dict[str, list[int]]:
+    """[soft, hard] per resource; CPU gets SIGXCPU at the limit and SIGKILL a second later."""
     cpu = math.ceil(limits.cpu_seconds)
     memory = limits.memory_mb * 1024**2
     file_size = limits.max_file_mb * 1024**2
     return {
-        "RLIMIT_CPU": (cpu, cpu + 1),
-        "RLIMIT_AS": (memory, memory),
-        "RLIMIT_FSIZE": (file_size, file_size),
-        "RLIMIT_CORE": (0, 0),
-        "RLIMIT_NPROC": (limits.max_processes, limits.max_processes),
+        "RLIMIT_CPU": [cpu, cpu + 1],
+        "RLIMIT_AS": [memory, memory],
+        "RLIMIT_FSIZE": [file_size, file_size],
+        "RLIMIT_CORE": [0, 0],
+        "RLIMIT_NPROC": [limits.max_processes, limits.max_processes],
     }
 
 
@@ -249,20 +391,20 @@ class _Output:
 
 async def _run(
     command: list[str],
-    workdir: Path,
+    run: _Run,
     stdin: str | None,
     output: _Output,
     cgroup: Path | None,
     wall_seconds: float,
-) -> bool:
-    """Run the child to its end or to a limit; whether it exited by itself.
+) -> tuple[bool, int | None]:
+    """Run the child to its end or to a limit; whether it exited by itself, and its exit code.
 
     Whatever happens (limit, error, cancellation), the whole tree is killed and reaped.
     """
     proc = await asyncio.create_subprocess_exec(
         *command,
-        cwd=workdir,
-        env=_environment(workdir),
+        cwd=run.workdir,
+        env=run.environment(),
         stdin=DEVNULL if stdin is None else PIPE,
         stdout=PIPE,
         stderr=PIPE,
@@ -271,36 +413,51 @@ async def _run(
     data = None if stdin is None else stdin.encode()
     communicating = asyncio.ensure_future(_communicate(proc, data, output))
     try:
-        return await _exits_in_time(communicating, output, wall_seconds)
+        exited = await _exits_in_time(proc, communicating, output, wall_seconds)
     finally:
-        _kill_tree(proc.pid, cgroup)
-        await _settle(communicating)
+        _kill_tree(proc, cgroup, run.isolation.backend != "none")
+        await _settle(proc, communicating)
+    return exited, proc.returncode
 
 
 async def _exits_in_time(
-    communicating: asyncio.Future[None], output: _Output, wall_seconds: float
+    proc: Process, communicating: asyncio.Future[None], output: _Output, wall_seconds: float
 ) -> bool:
-    """Whether the child is done before the wall limit passes or its output fills the cap."""
+    """Whether the child is done before the wall limit passes or its output fills the cap.
+
+    Done: the launcher exited, even if processes it left behind still hold the pipes open.
+    """
     full = asyncio.ensure_future(output.full.wait())
+    exited = asyncio.ensure_future(_exited(proc))
     try:
         done, _ = await asyncio.wait(
-            {communicating, full}, timeout=wall_seconds, return_when=asyncio.FIRST_COMPLETED
+            {communicating, exited, full}, timeout=wall_seconds, return_when=asyncio.FIRST_COMPLETED
         )
     finally:
         full.cancel()
-    return communicating in done
+        exited.cancel()
+    return communicating in done or exited in done
 
 
-async def _settle(communicating: asyncio.Future[None]) -> None:
+async def _exited(proc: Process) -> None:
+    """Until the launcher has exited (``wait()`` also waits for the pipes to close)."""
+    while proc.returncode is None:
+        await asyncio.sleep(_POLL_SECONDS)
+
+
+async def _settle(proc: Process, communicating: asyncio.Future[None]) -> None:
     """Wait for the pipes' EOF and the exit status once the tree is dead, re-raising any error.
 
     Bounded: where no cgroup or pid namespace holds it, an escaped process may keep a pipe open.
+    A launcher still running by then gets SIGKILL, with its process group.
     """
     done, _ = await asyncio.wait({communicating}, timeout=_SETTLE_SECONDS)
     if done:
         communicating.result()
-    else:
-        communicating.cancel()
+        return
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    communicating.cancel()
 
 
 async def _communicate(proc: Process, stdin: bytes | None, output: _Output) -> None:
@@ -322,7 +479,9 @@ async def _feed(pipe: asyncio.StreamWriter | None, data: bytes | None) -> None:
     pipe.close()
 
 
-def _status(output: _Output, exited: bool, returncode: int | None, cpu_spent: bool) -> Status:
+def _status(
+    output: _Output, exited: bool, returncode: int | None, cpu_spent: bool, setup_failed: bool
+) -> Status:
     """Output cap first, then time (wall limit, or killed once the CPU limit was spent)."""
     if output.full.is_set():
         return "output_limit"
@@ -332,24 +491,66 @@ def _status(output: _Output, exited: bool, returncode: int | None, cpu_spent: bo
         return "ok"
     if b"MemoryError" in output.stderr:
         return "memory"
-    return "error" if returncode is not None and returncode > 0 else "killed"
+    if returncode is None:
+        return "error" if setup_failed else "killed"
+    return "error" if returncode > 0 else "killed"
 
 
 # --- optional protections ----------------------------------------------------------------------
 
 
+def _isolation() -> _Isolation:
+    """The isolation runs get here, as :data:`BACKEND_VARIABLE` asks (probed once per value)."""
+    return _select(os.environ.get(BACKEND_VARIABLE, ""))
+
+
 @cache
-def _namespace_prefix() -> tuple[str, ...]:
-    """``unshare`` with fresh network and pid namespaces if that works here, else nothing."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return ()
-    prefix = (unshare, *_NAMESPACE_FLAGS)
-    try:
-        probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return prefix if probe.returncode == 0 else ()
+def _select(forced: str) -> _Isolation:
+    """The strongest setup that works: each backend with a new root, then, as root, without.
+
+    ``forced`` names the only backend to try ("" for the default order).
+    """
+    if forced not in ("", "namespaces", "userns", "none"):
+        raise ConfigError(f"{BACKEND_VARIABLE} must be namespaces, userns or none, not {forced!r}")
+    default = ["namespaces", "userns"] if os.geteuid() == 0 else ["userns"]
+    backends = [forced] if forced else default
+    candidates = [_Isolation(backend, True) for backend in backends if backend != "none"]
+    if "namespaces" in backends:
+        candidates.append(_Isolation("namespaces", False))
+    failures = [] if forced != "none" else [f"{BACKEND_VARIABLE}=none"]
+    for candidate in candidates:
+        failure = _probe(candidate)
+        if not failure:
+            return _Isolation(candidate.backend, candidate.filesystem, tuple(failures))
+        new_root = "" if candidate.filesystem else " without a new root"
+        failures.append(f"{candidate.backend}{new_root}: {failure}")
+    return _Isolation("none", False, tuple(failures))
+
+
+def _probe(isolation: _Isolation) -> str:
+    """Run ``pass`` under ``isolation``: '' if that works, else why not (one line)."""
+    with tempfile.TemporaryDirectory(prefix="maslab-sandbox-probe-") as tmp:
+        run = _Run(Path(tmp).resolve(), isolation)
+        _write_files(run.workdir, "", {})
+        run.prepare()
+        command = run.command(Limits(), None, [_PYTHON, "-I", "-S", "-c", "pass"])
+        try:
+            probe = subprocess.run(
+                command,
+                cwd=run.workdir,
+                env=run.environment(),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_PROBE_SECONDS,
+                check=False,
+                start_new_session=True,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return str(error)
+        if probe.returncode == 0 and _read_exit(run.exit_file)[0] == 0:
+            return ""
+    lines = probe.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1].removeprefix("maslab sandbox: ") if lines else f"exit {probe.returncode}"
 
 
 @cache
@@ -384,10 +585,17 @@ def _pids_cgroup(max_processes: int) -> Iterator[Path | None]:
         path.rmdir()
 
 
-def _kill_tree(pgid: int, cgroup: Path | None) -> None:
-    """SIGKILL the process group and everything in the cgroup, if there is one."""
+def _kill_tree(proc: Process, cgroup: Path | None, namespaced: bool) -> None:
+    """Kill everything the run started, and everything in the cgroup, if there is one.
+
+    With namespaces, the launcher kills the namespaces' init and exits once their last process
+    is gone (the init is in the cgroup, the launcher is not). Without, SIGKILL the process group.
+    """
     with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        if namespaced:
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
     if cgroup is not None:
         _kill_cgroup(cgroup)
 

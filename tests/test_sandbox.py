@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
+import tempfile
 import time
 import tracemalloc
 import uuid
@@ -14,18 +16,46 @@ from pathlib import Path
 
 import pytest
 
+from maslab import sandbox
 from maslab.errors import ConfigError
-from maslab.sandbox import Limits, arun_python, protections, run_python
+from maslab.sandbox import (
+    BACKEND_VARIABLE,
+    Limits,
+    arun_python,
+    missing_isolation,
+    protections,
+    require_isolation,
+    run_python,
+)
 
-PRINT_CWD = "import os\nprint(os.getcwd(), flush=True)\n"
+# The first line a run prints: its cwd and pid namespace, which find its processes from outside.
+PRINT_WHERE = "import os\nprint(os.getcwd(), os.readlink('/proc/self/ns/pid'), flush=True)\n"
 
 
-def processes_in(directory: str) -> list[int]:
-    """Live processes whose working directory is ``directory`` (deleted or not)."""
+@pytest.fixture(autouse=True)
+def sandbox_tmp(tmp_path, monkeypatch):
+    """A private directory for the runs' host directories, to check that none is left behind."""
+    directory = tmp_path / "sandbox-tmp"
+    directory.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(directory))
+    return directory
+
+
+def processes_of(where: str) -> list[int]:
+    """Live host processes of the run that printed ``where``: in its pid namespace if it had one,
+    else with its working directory."""
+    cwd, pid_namespace = where.split()
+    own_namespace = pid_namespace != os.readlink("/proc/self/ns/pid")
     found = []
     for proc in Path("/proc").iterdir():
         with suppress(OSError):
-            if proc.name.isdigit() and os.readlink(proc / "cwd").startswith(directory):
+            if not proc.name.isdigit():
+                continue
+            if own_namespace:
+                hit = os.readlink(proc / "ns" / "pid") == pid_namespace
+            else:
+                hit = os.readlink(proc / "cwd").startswith(cwd)
+            if hit:
                 found.append(int(proc.name))
     return found
 
@@ -41,11 +71,10 @@ def zombie_children() -> list[int]:
     return found
 
 
-def assert_nothing_left(directory: str) -> None:
-    assert directory.startswith("/")
-    assert processes_in(directory) == []
+def assert_nothing_left(where: str, sandbox_tmp: Path) -> None:
+    assert processes_of(where) == []
     assert zombie_children() == []
-    assert not Path(directory).exists()
+    assert list(sandbox_tmp.iterdir()) == []
 
 
 def test_runs_code_with_stdin_and_files():
@@ -86,11 +115,16 @@ def test_death_by_signal_is_killed(sig):
     assert (result.status, result.returncode) == ("killed", -sig)
 
 
-def test_temp_dir_is_removed_and_is_the_home():
-    result = run_python(PRINT_CWD + "print(os.environ['HOME'])\nopen('scratch', 'w').write('x')")
-    cwd, home = result.stdout.split()
-    assert result.passed and cwd == home
-    assert_nothing_left(cwd)
+def test_temp_dir_is_removed_and_is_the_home(sandbox_tmp):
+    code = (
+        PRINT_WHERE + "print(os.environ['HOME'], os.environ['TMPDIR'])\nopen('x', 'w').write('x')"
+    )
+    result = run_python(code)
+    where, homes = result.stdout.splitlines()
+    cwd = where.split()[0]
+    assert result.passed and homes.split() == [cwd, cwd]
+    assert (cwd == "/sandbox") == protections()["filesystem"]
+    assert_nothing_left(where, sandbox_tmp)
 
 
 def test_cannot_read_secrets_from_the_environment(monkeypatch):
@@ -100,23 +134,24 @@ def test_cannot_read_secrets_from_the_environment(monkeypatch):
     key, names = result.stdout.splitlines()
     assert key == "None"
     assert "sk-secret" not in result.stdout
-    # The whole environment: nothing is inherited but PATH.
+    # The whole environment: nothing is inherited.
     assert set(names.split()) <= {
         "PATH",
         "LANG",
         "LC_ALL",
         "HOME",
+        "TMPDIR",
         "PYTHONDONTWRITEBYTECODE",
         "PYTHONHASHSEED",
     }
 
 
-def test_infinite_loop_hits_the_wall_limit():
+def test_infinite_loop_hits_the_wall_limit(sandbox_tmp):
     started = time.monotonic()
-    result = run_python(PRINT_CWD + "while True:\n    pass", limits=Limits(wall_seconds=2))
+    result = run_python(PRINT_WHERE + "while True:\n    pass", limits=Limits(wall_seconds=2))
     assert result.status == "timeout" and result.returncode is None
     assert result.duration_s >= 1.9 and time.monotonic() - started < 5
-    assert_nothing_left(result.stdout.strip())
+    assert_nothing_left(result.stdout.strip(), sandbox_tmp)
 
 
 def test_cpu_limit_reports_timeout():
@@ -126,26 +161,28 @@ def test_cpu_limit_reports_timeout():
     assert time.monotonic() - started < 5
 
 
-def test_fork_bomb_is_contained():
+def test_fork_bomb_is_contained(sandbox_tmp):
     if not protections()["process_limit"]:
         pytest.skip("no enforceable process limit here (root without a writable pids cgroup)")
-    bomb = PRINT_CWD + "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+    bomb = (
+        PRINT_WHERE + "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+    )
     started = time.monotonic()
 
     result = run_python(bomb, limits=Limits(wall_seconds=2, max_processes=16))
 
     assert result.status == "timeout"
     assert time.monotonic() - started < 6
-    assert_nothing_left(result.stdout.splitlines()[0])
+    assert_nothing_left(result.stdout.splitlines()[0], sandbox_tmp)
     # The machine is fine: it can still start processes, inside the sandbox and out.
     assert subprocess.run(["true"], check=False).returncode == 0
     assert run_python("print('still fine')").stdout == "still fine\n"
 
 
-def test_process_limit_caps_children():
+def test_process_limit_caps_children(sandbox_tmp):
     if not protections()["process_limit"]:
         pytest.skip("no enforceable process limit here (root without a writable pids cgroup)")
-    code = PRINT_CWD + (
+    code = PRINT_WHERE + (
         "import time\n"
         "started = 0\n"
         "try:\n"
@@ -159,10 +196,10 @@ def test_process_limit_caps_children():
         "print(started)\n"
     )
     result = run_python(code, limits=Limits(max_processes=8))
-    cwd, started = result.stdout.split()
+    where, started = result.stdout.splitlines()
     assert result.passed
     assert 0 < int(started) < 8
-    assert_nothing_left(cwd)
+    assert_nothing_left(where, sandbox_tmp)
 
 
 def test_huge_allocation_is_a_memory_error():
@@ -188,7 +225,7 @@ def test_huge_output_is_cut_off_fast_with_bounded_parent_memory():
 
 def test_network_is_blocked():
     if not protections()["network"]:
-        pytest.skip("no network namespace here (`unshare --net` does not work)")
+        pytest.skip("no network namespace here (sandbox backend: none)")
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         code = (
@@ -212,26 +249,116 @@ async def test_many_runs_at_once():
     assert [r.stdout for r in results] == [f"{i * 2}\n" for i in range(8)]
 
 
-async def test_cancelling_a_run_kills_and_reaps_the_child():
+async def test_cancelling_a_run_kills_and_reaps_the_child(sandbox_tmp):
     marker = f"marker-{uuid.uuid4().hex}"
     sleeper = arun_python("import time\ntime.sleep(60)", files={marker: ""}, limits=Limits(60))
     run = asyncio.create_task(sleeper)
-    directory = await _work_dir_of_running(marker)
-    assert processes_in(directory)
+    where = await _where_running(marker)
+    assert processes_of(where)
 
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
 
-    assert_nothing_left(directory)
+    assert_nothing_left(where, sandbox_tmp)
 
 
-async def _work_dir_of_running(marker: str) -> str:
-    """The working directory of the sandboxed process whose cwd holds the file ``marker``."""
+async def _where_running(marker: str) -> str:
+    """Where (as :data:`PRINT_WHERE` prints it) the sandboxed process with ``marker`` in its cwd
+    runs, seen from outside."""
     for _ in range(200):
         for proc in Path("/proc").iterdir():
             with suppress(OSError):
                 if proc.name.isdigit() and (proc / "cwd" / marker).exists():
-                    return os.readlink(proc / "cwd")
+                    return f"{os.readlink(proc / 'cwd')} {os.readlink(proc / 'ns' / 'pid')}"
         await asyncio.sleep(0.05)
     raise AssertionError("the sandboxed process never started")
+
+
+# --- what is isolated, and the fallback ----------------------------------------------------------
+
+
+def test_protections_say_what_is_active():
+    active = protections()
+    assert json.loads(json.dumps(active)) == active
+    assert active["backend"] in ("namespaces", "userns", "none")
+    flags = {key: value for key, value in active.items() if key != "backend"}
+    assert set(flags) == {
+        "cgroup",
+        "process_limit",
+        "network",
+        "pid_namespace",
+        "filesystem",
+        "proc",
+        "unprivileged",
+    }
+    assert all(isinstance(value, bool) for value in flags.values())
+    assert active["network"] == active["pid_namespace"] == (active["backend"] != "none")
+    assert missing_isolation() == [
+        name
+        for name in ("filesystem", "proc", "network", "unprivileged", "process_limit")
+        if not active[name]
+    ]
+
+
+def test_without_namespaces_runs_still_work_and_strict_mode_refuses(monkeypatch, sandbox_tmp):
+    monkeypatch.setenv(BACKEND_VARIABLE, "none")
+    assert protections()["backend"] == "none"
+    assert {"filesystem", "proc", "network"} <= set(missing_isolation())
+    with pytest.raises(ConfigError) as error:
+        require_isolation()
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith("strict sandbox unavailable: no filesystem, proc, network")
+    assert message.endswith(f"({BACKEND_VARIABLE}=none)")
+
+    result = run_python(PRINT_WHERE + "print(open('/proc/1/cmdline').read() != '')")
+    where, sees_host = result.stdout.splitlines()
+    assert result.passed and where.split()[0].startswith(str(sandbox_tmp))
+    assert sees_host == "True"  # the host's init: nothing hides it without namespaces
+    assert_nothing_left(where, sandbox_tmp)
+
+
+def test_an_unknown_backend_is_a_config_error(monkeypatch):
+    monkeypatch.setenv(BACKEND_VARIABLE, "chroot")
+    with pytest.raises(ConfigError, match=f"{BACKEND_VARIABLE} must be namespaces, userns or none"):
+        protections()
+
+
+def test_a_failing_new_root_falls_back_and_is_reported(monkeypatch):
+    """Probes fail for a new root: runs keep the namespaces they can get, strict mode says why."""
+    if os.geteuid() != 0:
+        pytest.skip("the fallback without a new root is for root (namespaces without a user one)")
+    real_probe = sandbox._probe
+    monkeypatch.setattr(
+        sandbox, "_probe", lambda iso: "mount: denied" if iso.filesystem else real_probe(iso)
+    )
+    monkeypatch.setenv(BACKEND_VARIABLE, "")
+    sandbox._select.cache_clear()
+    try:
+        isolation = sandbox._isolation()
+        missing = missing_isolation()
+        with pytest.raises(ConfigError) as error:
+            require_isolation()
+    finally:
+        sandbox._select.cache_clear()
+    if isolation.backend == "none":
+        pytest.skip(f"no namespaces at all here: {error.value}")
+    assert (isolation.backend, isolation.filesystem) == ("namespaces", False)
+    assert missing == ["filesystem", "proc", "unprivileged"]
+    assert str(error.value) == (
+        "strict sandbox unavailable: no filesystem, proc, unprivileged "
+        "(namespaces: mount: denied; userns: mount: denied)"
+    )
+
+
+def test_a_failed_setup_is_an_error_that_says_why(monkeypatch, sandbox_tmp):
+    if not protections()["filesystem"]:
+        pytest.skip("no new root here to fail to build")
+    missing = "/nonexistent-maslab-bind"
+    binds = (*sandbox._system_binds(), missing)
+    monkeypatch.setattr(sandbox, "_system_binds", lambda: binds)
+    result = run_python("print('never runs')")
+    assert (result.status, result.returncode, result.stdout) == ("error", None, "")
+    assert result.stderr == f"maslab sandbox: bind {missing}: No such file or directory\n"
+    assert list(sandbox_tmp.iterdir()) == []
