@@ -139,6 +139,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         "max_tokens": args.max_sample_tokens,
         "max_seconds": args.max_sample_seconds,
         "cache": None if args.no_cache else str(args.cache or default_response_cache()),
+        "strict_sandbox": args.strict_sandbox,
     }
     fields["out"] = str(args.out or default_out(fields))
     try:
@@ -548,6 +549,12 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-sample-tokens", type=_COUNT, help="per-sample budget")
     p.add_argument(
         "--max-sample-seconds", type=_number(float, 0, above=True), help="per-sample budget"
+    )
+    p.add_argument(
+        "--strict-sandbox",
+        action="store_true",
+        help="refuse to start unless model-written code runs fully isolated (own filesystem, "
+        "/proc and network, unprivileged, process cap)",
     )
     p.add_argument("--cache", type=Path, help="response cache file")
     p.add_argument("--no-cache", action="store_true")

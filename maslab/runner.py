@@ -33,6 +33,7 @@ from maslab.evaluation import Evaluator, get_evaluator
 from maslab.llm.registry import ModelPool
 from maslab.method import Method, get_method
 from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.sandbox import protections, require_isolation
 from maslab.task import Task
 
 # MASLab's defaults, so numbers stay comparable with its tables
@@ -78,6 +79,7 @@ class RunConfig(BaseModel):
     max_tokens: int | None = Field(None, ge=1)
     max_seconds: float | None = Field(None, gt=0)
     cache: str | None = None
+    strict_sandbox: bool = False
     out: str
 
     @field_validator("sampling")
@@ -119,6 +121,7 @@ def _manifest(config: RunConfig, tasks: list[Task], dataset_hash: str, evaluator
         git_commit=_git_commit(),
         python=platform.python_version(),
         evaluator_options={k: str(v) for k, v in config.evaluator_options.items()},
+        sandbox={**protections(), "strict": config.strict_sandbox},
     )
 
 
@@ -145,6 +148,8 @@ class Runner:
         if "judge" in options:
             options["models"] = self.models
         self.evaluator: Evaluator = get_evaluator(self.evaluator_name)(**options)
+        if config.strict_sandbox:
+            require_isolation()  # refuse before anything runs where code cannot be contained
         self._check_golds()
         self.models.get(config.model)  # a bad spec or a missing key fails here, not per sample
         self.store = RunStore(config.out)

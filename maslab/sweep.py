@@ -100,6 +100,7 @@ class Sweep(BaseModel):
     evaluator: str | None = None
     judge_model: str | None = None
     cache: str | bool = True
+    strict_sandbox: bool = False
 
     @field_validator("methods", "benchmarks", mode="before")
     @classmethod
@@ -190,6 +191,7 @@ class Sweep(BaseModel):
                         self.evaluator or get_benchmark(bench.name).evaluator, self.judge_model
                     ),
                     cache=cache,
+                    strict_sandbox=self.strict_sandbox,
                     out=str(Path(self.out) / bench.name / label / slug),
                 )
             )

@@ -243,3 +243,28 @@ def test_a_line_cut_short_by_a_full_disk_is_taken_back(tmp_path):
     with pytest.raises(OSError):
         _append_whole(file, b'{"b": 2}\n')
     assert file.getvalue() == b'{"a": 1}\n'  # no half line for the next append to follow
+
+
+def test_the_manifest_records_the_sandbox_and_strict_mode_refuses_without_isolation(
+    tmp_path, capsys, monkeypatch
+):
+    from maslab.sandbox import BACKEND_VARIABLE, missing_isolation, protections
+
+    out = tmp_path / "run"
+    monkeypatch.setenv(BACKEND_VARIABLE, "none")
+    assert run(out, "--strict-sandbox") == 2
+    err = capsys.readouterr().err.strip()
+    assert "strict sandbox unavailable: no filesystem" in err and "\n" not in err
+    assert not out.exists()
+
+    assert run(out) == 0  # without --strict-sandbox the same machine runs, and says how
+    recorded = orjson.loads((out / MANIFEST).read_bytes())["sandbox"]
+    assert recorded == {**protections(), "strict": False} and recorded["backend"] == "none"
+
+    monkeypatch.delenv(BACKEND_VARIABLE)
+    if missing_isolation():
+        pytest.skip(f"no full isolation here: {missing_isolation()}")
+    strict = tmp_path / "strict"
+    assert run(strict, "--strict-sandbox") == 0
+    recorded = orjson.loads((strict / MANIFEST).read_bytes())["sandbox"]
+    assert recorded["strict"] and recorded["filesystem"] and recorded["proc"]
