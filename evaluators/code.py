@@ -8,9 +8,18 @@ When ``metadata["prompt_prefix"]`` is set (the HumanEval prompt: imports, helper
 signature with its docstring), it always goes first. A completion that gives only the function
 body then continues the stub, and one that gives the whole function redefines it while keeping
 the prompt's imports (``from typing import List`` is often left out).
+
+A clean exit alone does not pass: answer code can end the process early (``sys.exit(0)``,
+``os._exit(0)``, ``exit()``) before any test runs. So each scoring draws a fresh token and sends
+it on stdin to a small runner, which reads it into a local, runs the program as ``__main__`` from
+its own file and, once the program returns, prints the token. The answer passes only when the run
+is ``ok`` and the token is the last line of its stdout. The token is never in a file or in the
+program's globals; only frame introspection could reach it.
 """
 
 from __future__ import annotations
+
+import secrets
 
 from maslab.answers import extract_answer
 from maslab.context import Context
@@ -20,11 +29,25 @@ from maslab.sandbox import Limits, SandboxResult, arun_python
 from maslab.task import Task
 
 _MAX_EXPLANATION = 200
+_PROGRAM_FILE = "program.py"
+_RUNNER = f"""\
+def _run():
+    import runpy
+    import sys
+
+    token = sys.stdin.readline().strip()
+    stdout = sys.stdout
+    runpy.run_path({_PROGRAM_FILE!r}, run_name="__main__")
+    print(f"\\n{{token}}", file=stdout, flush=True)
+
+
+_run()
+"""
 
 
 @register_evaluator("code")
 class CodeExecution(Evaluator):
-    """Correct when the program (answer plus tests) exits cleanly within ``limits``."""
+    """Correct when the program (answer plus tests) runs to its end within ``limits``."""
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__()
@@ -39,12 +62,20 @@ class CodeExecution(Evaluator):
         code = extract_answer(answer, "code")
         if code is None:
             return Score.unparsable("no code found")
-        result = await arun_python(_program(task, code), limits=self.limits)
+        token = secrets.token_hex(16)
+        result = await arun_python(
+            _RUNNER,
+            limits=self.limits,
+            stdin=f"{token}\n",
+            files={_PROGRAM_FILE: _program(task, code)},
+        )
+        finished = _last_line(result.stdout) == token
+        correct = result.passed and finished
         return Score(
-            value=float(result.passed),
-            correct=result.passed,
+            value=float(correct),
+            correct=correct,
             extracted=code,
-            explanation=_explain(result),
+            explanation=_explain(result, finished),
         )
 
 
@@ -58,7 +89,15 @@ def _program(task: Task, code: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _explain(result: SandboxResult) -> str:
-    """The status and the last line of stderr (the exception, usually)."""
+def _last_line(text: str) -> str:
+    """The last line of ``text``, or ``""`` when it has none."""
+    lines = text.splitlines()
+    return lines[-1] if lines else ""
+
+
+def _explain(result: SandboxResult, finished: bool) -> str:
+    """The status and the last line of stderr (the exception, usually); an early exit says so."""
+    if result.passed and not finished:
+        return "error: exited before the tests finished"
     lines = result.stderr.strip().splitlines()
     return (f"{result.status}: {lines[-1]}" if lines else result.status)[:_MAX_EXPLANATION]

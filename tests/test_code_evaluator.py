@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evaluators.code import CodeExecution
 from maslab.evaluation import get_evaluator
 from maslab.sandbox import Limits
@@ -84,3 +86,38 @@ async def test_runaway_code_times_out():
     score = await evaluator.score(MBPP, fenced("def square(x):\n    while True:\n        pass\n"))
     assert not score.correct
     assert score.explanation == "timeout"
+
+
+EARLY_EXITS = {
+    "sys_exit": "import sys\nsys.exit(0)\n",
+    "os_exit": "import os\nos._exit(0)\n",
+    "raise_system_exit": "raise SystemExit(0)\n",
+    "exit_builtin": "exit()\n",
+    "fake_success_line": "import sys\nprint('ok')\nprint('0' * 32)\nsys.exit(0)\n",
+    # Looks for the token where it must not be: stdin, the files in the cwd, the globals.
+    "token_hunt": (
+        "import os, re, sys\n"
+        "seen = sys.stdin.read() + repr(globals())\n"
+        "seen += ''.join(open(f).read() for f in os.listdir('.') if os.path.isfile(f))\n"
+        "print(*re.findall('[0-9a-f]{32}', seen)[-1:])\n"
+        "sys.exit(0)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("exit_code", EARLY_EXITS.values(), ids=EARLY_EXITS.keys())
+async def test_answer_exiting_before_the_tests_fails(exit_code: str):
+    # A wrong square, so only skipping the tests could make it pass.
+    answer = fenced(f"def square(x):\n    return 0\n\n{exit_code}")
+    score = await CodeExecution().score(MBPP, answer)
+    assert (score.value, score.correct, score.unparsed) == (0.0, False, False)
+    assert score.explanation == "error: exited before the tests finished"
+
+
+async def test_answer_printing_output_still_passes():
+    answer = fenced(
+        "print('loading')\n\ndef square(x):\n    print('squaring', x, end='')\n    return x * x\n"
+    )
+    score = await CodeExecution().score(MBPP, answer)
+    assert (score.value, score.correct) == (1.0, True)
+    assert score.explanation == "ok"
