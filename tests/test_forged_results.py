@@ -1,0 +1,61 @@
+"""End to end: answer code run by the `code` evaluator cannot touch the live run's files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from maslab.cli import main
+from maslab.sandbox import BACKEND_VARIABLE, missing_isolation
+
+FORGER = """
+import glob, json, os
+
+forged = json.dumps({{"task_id": "HumanEval/0", "repeat": 0, "status": "ok",
+                     "score": {{"value": 1.0, "correct": True, "extracted": "x"}}}})
+targets = [{results!r}] + glob.glob("/proc/*/cwd/results.jsonl")
+targets += glob.glob("/proc/*/cwd/*/results.jsonl") + glob.glob("/proc/*/root{results}")
+for path in targets:
+    try:
+        with open(path, "a") as f:
+            f.write(forged + "\\n")
+        print("forged", path)
+    except OSError as e:
+        print("blocked", path, e)
+
+def has_close_elements(numbers, threshold):
+    return False
+"""
+
+
+def forge(tmp_path: Path, *flags: str) -> list[dict]:
+    """Run HumanEval (3 tasks) with answer code that appends a forged record to the live run's
+    results.jsonl by every route it knows; the records the run ends with."""
+    out = tmp_path / "run"
+    results = out / "results.jsonl"
+    script = tmp_path / "forger.yaml"
+    answer = "```python\n" + FORGER.format(results=str(results)) + "```"
+    script.write_text(json.dumps({".": answer}))
+    code = main(["run", "--method", "vanilla", "--benchmark", "humaneval", "--limit", "3",
+                 "--model", f"scripted:{script}", "--out", str(out), "--no-cache", "--quiet",
+                 *flags])  # fmt: skip
+    assert code == 0
+    return [orjson.loads(line) for line in results.read_bytes().splitlines()]
+
+
+def test_answer_code_cannot_forge_a_result_record(tmp_path):
+    if missing := missing_isolation():
+        pytest.skip(f"no full isolation here: {missing}")
+    rows = forge(tmp_path, "--strict-sandbox")
+    assert len(rows) == 3 and all("usage" in r for r in rows)  # the run's own lines only
+    assert not any(r["score"]["correct"] for r in rows)  # the answer is wrong on every task
+
+
+def test_without_isolation_the_same_attack_succeeds(tmp_path, monkeypatch):
+    """The attack above is real: with the namespaces off, it gets its line in."""
+    monkeypatch.setenv(BACKEND_VARIABLE, "none")
+    rows = forge(tmp_path)
+    assert any("usage" not in r for r in rows)
