@@ -233,3 +233,63 @@ async def test_sampling_parameters_reach_the_server():
         assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.3, 0.9, 5)
         assert (body["stop"], body["seed"]) == (["X"], 7)
         await model.aclose()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        [],
+        {"choices": "none"},
+        {"choices": [{"message": "hi"}]},
+        {"choices": [{"message": {"content": ["a", "b"]}}]},
+        {"choices": [{"message": {"content": 42}}]},
+    ],
+)
+def test_a_reply_that_is_not_a_text_completion_is_malformed(payload):
+    from maslab.errors import MalformedResponse
+    from maslab.llm.openai_compat import completion_from_payload
+    from maslab.llm.types import make_request
+
+    with pytest.raises(MalformedResponse):
+        completion_from_payload(payload, "m", 0.0, make_request([{"role": "user", "content": "q"}]))
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [[1, 2], {"prompt_tokens": True, "completion_tokens": 3}, {"prompt_tokens": -5,
+     "completion_tokens": 3}, {"prompt_tokens": "7", "completion_tokens": 3}],
+)  # fmt: skip
+def test_token_counts_a_server_cannot_mean_are_estimated(usage):
+    from maslab.llm.openai_compat import completion_from_payload
+    from maslab.llm.types import make_request
+
+    reply = {"choices": [{"message": {"content": "four"}, "finish_reason": 7}], "usage": usage}
+    request = make_request([{"role": "user", "content": "what is 2+2?"}])
+    completion = completion_from_payload(reply, "m", 0.0, request)
+    assert completion.text == "four" and completion.usage.estimated
+    assert completion.usage.prompt_tokens > 0 and completion.finish_reason is None
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("2.5", 2.5), ("-3", 0.0), ("1e9", 60.0), ("inf", None), ("nan", None), ("soon", None)],
+)
+def test_retry_after_is_read_and_bounded(header, seconds):
+    from maslab.llm.openai_compat import parse_retry_after
+
+    assert parse_retry_after(header) == seconds
+
+
+def test_a_servers_retry_after_waits_at_most_the_policys_max_wait():
+    from types import SimpleNamespace
+
+    from tenacity import RetryCallState
+
+    from maslab.errors import RateLimited
+    from maslab.llm.retry import Retrying
+
+    inner = SimpleNamespace(name="stub")
+    retrying = Retrying(inner, RetryPolicy(attempts=3, initial_wait=0, max_wait=0.5))  # type: ignore[arg-type]
+    state = RetryCallState(None, None, (), {})
+    state.set_exception((RateLimited, RateLimited("slow down", retry_after=60.0), None))
+    assert retrying._wait(state) == 0.5

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -30,20 +31,25 @@ from maslab.llm.endpoints import Endpoint
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Usage
 from maslab.secrets import redact, scrub
 
+# the longest Retry-After honoured: a server cannot stall a run (or an endpoint) for longer
+MAX_RETRY_AFTER = 60.0
+
 
 def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date)."""
+    """Seconds from a Retry-After header (delta-seconds or HTTP date), at most
+    :data:`MAX_RETRY_AFTER`; None when absent or unreadable."""
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    if not math.isfinite(seconds):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    return min(max(0.0, seconds), MAX_RETRY_AFTER)
 
 
 def error_for_status(status: int, detail: str, model: str, retry_after: str | None) -> LLMError:
@@ -92,20 +98,29 @@ def completion_from_payload(
     except (KeyError, IndexError, TypeError, AttributeError):
         message = "response has no choices[0].message"
         raise MalformedResponse(message, model=source or model) from None
-    usage = data.get("usage") or {}
-    counted = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
+    if not isinstance(text, str):  # content parts, a number: not a text reply
+        kind = type(text).__name__
+        raise MalformedResponse(f"message content is a {kind}, not text", model=source or model)
+    usage = data.get("usage")
+    counted = [usage.get(k) for k in _COUNTED] if isinstance(usage, dict) else []
+    exact = len(counted) == 2 and all(_is_count(n) for n in counted)
+    finish = choice.get("finish_reason")
     return Completion(
         text=text,
-        usage=(
-            Usage(*map(int, counted))
-            if all(isinstance(n, int) for n in counted)
-            else estimate_usage(request, text)
-        ),
+        usage=Usage(*counted) if exact else estimate_usage(request, text),
         model=str(data.get("model") or model),
         latency_s=latency,
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=finish if isinstance(finish, str) else None,
         raw=data,
     )
+
+
+_COUNTED = ("prompt_tokens", "completion_tokens")
+
+
+def _is_count(value: object) -> bool:
+    """A token count a server could mean: a non-negative int (``True`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class OpenAIHTTP(ChatModelBase):

@@ -17,7 +17,8 @@ from maslab.llm.types import ChatModelBase, ChatRequest, Completion
 
 
 class RetryPolicy(BaseModel):
-    """Exponential backoff with full jitter, never shorter than a server's Retry-After."""
+    """Exponential backoff with full jitter, never shorter than a server's Retry-After (up to
+    ``max_wait``: a server cannot stall a run)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -43,7 +44,7 @@ class Retrying(ChatModelBase):
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
-        retry_after = getattr(exc, "retry_after", None) or 0.0
+        retry_after = min(getattr(exc, "retry_after", None) or 0.0, self.policy.max_wait)
         return max(self._backoff(state), retry_after)
 
     async def complete(self, request: ChatRequest) -> Completion:
