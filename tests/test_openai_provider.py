@@ -293,3 +293,35 @@ def test_a_servers_retry_after_waits_at_most_the_policys_max_wait():
     state = RetryCallState(None, None, (), {})
     state.set_exception((RateLimited, RateLimited("slow down", retry_after=60.0), None))
     assert retrying._wait(state) == 0.5
+
+
+async def test_a_flood_of_a_body_is_malformed_not_out_of_memory(monkeypatch):
+    from aiohttp import web
+
+    from maslab.errors import MalformedResponse
+    from maslab.llm import openai_compat
+
+    monkeypatch.setattr(openai_compat, "MAX_BODY_BYTES", 1 << 20)
+
+    async def flood(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()  # chunked: no Content-Length to refuse up front
+        await response.prepare(request)
+        for _ in range(64):
+            await response.write(b"x" * 65536)
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", flood)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    table = {"flood": [Endpoint(base_url=f"http://127.0.0.1:{port}/v1")]}
+    model = load_model("openai:flood", endpoints=table, retry=RetryPolicy(attempts=1))
+    try:
+        with pytest.raises(MalformedResponse, match="over 1 MB"):
+            await model.chat("hello")
+    finally:
+        await model.aclose()
+        await runner.cleanup()

@@ -123,6 +123,26 @@ def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+# the largest response body read: a chat completion is far smaller; a server cannot flood memory
+MAX_BODY_BYTES = 64 * 1024**2
+
+
+async def _read_body(response: aiohttp.ClientResponse, source: str) -> bytes:
+    """The whole body, or MalformedResponse once it passes :data:`MAX_BODY_BYTES`."""
+    chunks: list[bytes] = []
+    size = response.content_length or 0  # a declared length over the cap is refused unread
+    if size <= MAX_BODY_BYTES:
+        size = 0
+        async for chunk in response.content.iter_any():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                break
+            chunks.append(chunk)
+    if size > MAX_BODY_BYTES:
+        raise MalformedResponse(f"response body over {MAX_BODY_BYTES >> 20} MB", model=source)
+    return b"".join(chunks)
+
+
 class OpenAIHTTP(ChatModelBase):
     """Chat completions over a pooled aiohttp session (one per endpoint and event loop)."""
 
@@ -153,7 +173,7 @@ class OpenAIHTTP(ChatModelBase):
             async with self._client().post(
                 self._url, data=orjson.dumps(body), headers=self._headers
             ) as response:
-                payload = await response.read()
+                payload = await _read_body(response, self.name)
                 status, retry_after = response.status, response.headers.get("Retry-After")
         except asyncio.TimeoutError:
             raise LLMTimeout(
