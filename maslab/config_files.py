@@ -76,10 +76,10 @@ def load_yaml(path: str | Path, schema: type[T] | TypeAdapter[T]) -> T:
 
 
 def _problem(err: Any) -> str:
-    """A pydantic error's text on one line; a :class:`ConfigError` a validator raised (a
-    complete message already) without the ``Value error,`` prefix pydantic adds."""
+    """A pydantic error's text on one line; an error a validator raised without the
+    ``Value error,`` prefix pydantic adds."""
     error = err.get("ctx", {}).get("error")
-    return " ".join(str(error if isinstance(error, ConfigError) else err["msg"]).split())
+    return " ".join(str(error if isinstance(error, ValueError) else err["msg"]).split())
 
 
 def validation_message(exc: ValidationError, what: str = "") -> str:

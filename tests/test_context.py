@@ -194,7 +194,7 @@ def test_malformed_endpoints_file_names_file_line_and_field(tmp_path):
     ("content", "expected"),
     [
         ("qwen:\n  - base_url: http://a/v1\n    colour: red\n", ":3: qwen[0].colour: Extra inputs"),
-        ("qwen:\n  - base_url: a:8000\n", ":2: qwen[0].base_url: Value error, must start"),
+        ("qwen:\n  - base_url: a:8000\n", ":2: qwen[0].base_url: must start"),
         ("qwen: [\n", "invalid YAML"),
         ("qwen: []\n", "qwen: needs at least one endpoint"),
     ],
