@@ -93,7 +93,7 @@ def _run_config(args: argparse.Namespace) -> Any:
     from maslab.llm.registry import check_model
     from maslab.method import get_method
     from maslab.runner import RunConfig
-    from maslab.sweep import judge_options
+    from maslab.sweep import judge_options, unused_judge
 
     if not args.model:
         args.model = DEMO_MODEL
@@ -112,7 +112,7 @@ def _run_config(args: argparse.Namespace) -> Any:
     evaluator = args.evaluator or get_benchmark(args.benchmark).evaluator
     evaluator_options = judge_options(evaluator, args.judge_model)
     if args.judge_model and not evaluator_options:
-        _unused_judge(evaluator)
+        raise unused_judge("--judge-model", [evaluator])
     for spec in filter(None, (args.model, args.judge_model, *method.config.agent_models())):
         check_model(spec, args.endpoints)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
@@ -146,13 +146,6 @@ def _run_config(args: argparse.Namespace) -> Any:
         return RunConfig.model_validate(fields)
     except ValidationError as exc:
         raise MaslabError(validation_message(exc, "run")) from None
-
-
-def _unused_judge(*evaluators: str) -> NoReturn:
-    raise ConfigError(
-        "--judge-model is only for an evaluator that asks a judge model (llm_judge), "
-        f"not for {' or '.join(evaluators)}"
-    )
 
 
 def execute(runner: Any, *, quiet: bool = False) -> list[Any]:
@@ -239,10 +232,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for runner in runners:
         records = execute(runner, quiet=args.quiet)
         failures += any(r.status == "error" for r in records)
-    console.print(f"sweep done: {len(sweep.configs())} runs under {sweep.out}")
+    console.print(f"sweep done: {len(runners)} runs under {sweep.out}")
     from maslab.report import build_report
 
-    report = build_report([c.out for c in sweep.configs()], Path(sweep.out) / "report.html")
+    outs = [runner.config.out for runner in runners]
+    report = build_report(outs, Path(sweep.out) / "report.html")
     console.print(f"report: {report}")
     return 1 if failures else 0
 
@@ -355,13 +349,13 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     from maslab.agreement import compare_evaluators, format_agreement
     from maslab.benchmark import get_benchmark
     from maslab.evaluation import get_evaluator
-    from maslab.sweep import judge_options
+    from maslab.sweep import judge_options, unused_judge
 
     store = _run_dir(args.run)
     options_a = judge_options(args.evaluator_a, args.judge_model)
     options_b = judge_options(args.evaluator_b, args.judge_model)
     if args.judge_model and not (options_a or options_b):
-        _unused_judge(args.evaluator_a, args.evaluator_b)
+        raise unused_judge("--judge-model", [args.evaluator_a, args.evaluator_b])
     manifest = store.manifest()
     options = dict(getattr(manifest, "benchmark_options", {}) or {})
     tasks = {t.id: t for t in get_benchmark(manifest.benchmark)(**options).load(

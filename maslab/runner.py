@@ -156,7 +156,7 @@ class Runner:
         self.todo: list[tuple[Task, int]] | None = None
         self.manifest = _manifest(config, self.tasks, self.dataset_hash, self.evaluator_name)
         self._succeeded = False
-        self._endpoint_failures: list[str] = []
+        self._endpoint_failures = 0
 
     def _check_golds(self) -> None:
         """Every task's gold must be one the evaluator can score, before anything is spent."""
@@ -226,10 +226,10 @@ class Runner:
         if record.status != "error":
             self._succeeded = True
         elif not self._succeeded and failure is not None and _endpoint_failure(failure):
-            self._endpoint_failures.append(record.error or "")
-            if len(self._endpoint_failures) >= UNREACHABLE_AFTER:
+            self._endpoint_failures += 1
+            if self._endpoint_failures >= UNREACHABLE_AFTER:
                 raise EndpointUnreachable(
-                    f"stopped after {len(self._endpoint_failures)} samples failed and none "
+                    f"stopped after {self._endpoint_failures} samples failed and none "
                     f"succeeded: {record.error}; fix the endpoint, then re-run to resume"
                 )
 

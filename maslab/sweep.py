@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,14 @@ from maslab.llm.registry import check_model
 from maslab.method import get_method
 from maslab.paths import default_response_cache
 from maslab.runner import DEFAULT_SAMPLING, RunConfig
+
+
+def unused_judge(option: str, evaluators: Iterable[str]) -> ConfigError:
+    """The error for a judge model given where none of ``evaluators`` asks one."""
+    return ConfigError(
+        f"{option} is only for an evaluator that asks a judge model (llm_judge), "
+        f"not for {' or '.join(evaluators)}"
+    )
 
 
 def judge_options(evaluator: str, judge: str | None) -> dict[str, Any]:
@@ -158,10 +167,7 @@ class Sweep(BaseModel):
         evaluators = {self.evaluator or get_benchmark(b.name).evaluator for b in self.benchmarks}
         judged = [name for name in sorted(evaluators) if judge_options(name, self.judge_model)]
         if self.judge_model and not judged:
-            raise ConfigError(
-                f"judge_model is only for an evaluator that asks a judge model (llm_judge), "
-                f"not for {' or '.join(sorted(evaluators))}"
-            )
+            raise unused_judge("judge_model", sorted(evaluators))
         return self
 
     def configs(self) -> list[RunConfig]:
