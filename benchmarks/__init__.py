@@ -1,6 +1,6 @@
 """Bundled benchmarks. Importing this package registers every benchmark in it."""
 
-from benchmarks import (
+from maslab.benchmarks import (
     aime2024,
     aime2025,
     aqua_rat,

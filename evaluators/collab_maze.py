@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from benchmarks.collab_maze import Maze, Walk, maze_of
+from maslab.benchmarks.collab_maze import Maze, Walk, maze_of
 from maslab.context import Context
 from maslab.evaluation import Evaluator, Judge, Score, register_evaluator
 from maslab.llm import ChatModel, ModelPool

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from maslab import get_benchmark
-from methods.llm_debate import LLMDebate
+from maslab.methods.llm_debate import LLMDebate
 
 MODEL = os.environ.get("MASLAB_MODEL", "local:smollm2-135m")
 

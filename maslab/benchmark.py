@@ -519,7 +519,7 @@ def import_file(name: str, path: str | Path, split: str = "test") -> Path:
     return _write_jsonl(data_path(name, split), records)
 
 
-_BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", "benchmarks")
+_BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", "maslab.benchmarks")
 register_benchmark = _BENCHMARKS.register
 get_benchmark = _BENCHMARKS.get
 list_benchmarks = _BENCHMARKS.names

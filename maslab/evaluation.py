@@ -111,7 +111,7 @@ class Judge:
             await self.model.aclose()
 
 
-_EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator", "evaluators")
+_EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator", "maslab.evaluators")
 register_evaluator = _EVALUATORS.register
 get_evaluator = _EVALUATORS.get
 list_evaluators = _EVALUATORS.names

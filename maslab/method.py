@@ -161,7 +161,7 @@ class Outcome:
         return self.context.usage
 
 
-_METHODS: Registry[type[Method]] = Registry("method", "methods")
+_METHODS: Registry[type[Method]] = Registry("method", "maslab.methods")
 register_method = _METHODS.register
 get_method = _METHODS.get
 list_methods = _METHODS.names

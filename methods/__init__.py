@@ -1,6 +1,6 @@
 """Bundled MAS methods. Importing this package registers every method in it."""
 
-from methods import (
+from maslab.methods import (
     collab_pair,
     conductor,
     cot,

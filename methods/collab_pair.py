@@ -46,11 +46,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from benchmarks.collab_maze import LEGEND, Maze, format_route, maze_of
-from evaluators.collab_maze import parse_route
 from maslab.agents import Agent
+from maslab.benchmarks.collab_maze import LEGEND, Maze, format_route, maze_of
 from maslab.context import Context
 from maslab.errors import BudgetExceeded
+from maslab.evaluators.collab_maze import parse_route
 from maslab.method import AgentSpec, Method, MethodConfig, register_method
 from maslab.task import Solution, Task
 from maslab.topology import Topology

@@ -48,9 +48,9 @@ from maslab.answers import extract_answer, normalize_answer
 from maslab.context import Context
 from maslab.messages import Message
 from maslab.method import AgentSpec, Method, MethodConfig, register_method
+from maslab.methods.cot import cot_prompt
 from maslab.task import Solution, Task
 from maslab.topology import Topology
-from methods.cot import cot_prompt
 
 Paradigm = Literal["memory", "report", "relay", "debate"]
 

@@ -31,8 +31,8 @@ from pydantic import Field
 
 from maslab.context import Context
 from maslab.method import AgentSpec, Method, MethodConfig, register_method
+from maslab.methods.collab_pair import MazeGame
 from maslab.task import Solution, Task
-from methods.collab_pair import MazeGame
 
 
 @register_method("relay")

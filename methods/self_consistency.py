@@ -33,8 +33,8 @@ from pydantic import Field
 from maslab.aggregation import decide, majority_decision
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
+from maslab.methods.cot import cot_prompt
 from maslab.task import Solution, Task
-from methods.cot import cot_prompt
 
 
 @register_method("self_consistency")

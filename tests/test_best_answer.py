@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 
-import methods  # noqa: F401  (registers every method)
-from benchmarks.collab_maze import CollabMaze, format_route
-from evaluators.collab_maze import parse_route
+import maslab.methods  # noqa: F401  (registers every method)
+from maslab.benchmarks.collab_maze import CollabMaze, format_route
 from maslab.context import Budget, Context
+from maslab.evaluators.collab_maze import parse_route
 from maslab.llm.types import ChatRequest
 from maslab.method import get_method
 from maslab.task import Solution, Task

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.code import CodeExecution
 from maslab.evaluation import get_evaluator
+from maslab.evaluators.code import CodeExecution
 from maslab.sandbox import Limits
 from maslab.task import Task
 

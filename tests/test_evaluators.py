@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.llm_judge import NO_ANSWER, LLMJudgeEvaluator, parse_verdict
-from evaluators.math import MathEvaluator
 from maslab.agreement import Agreement, compare_evaluators, format_agreement
 from maslab.errors import ConfigError, LLMError
 from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
+from maslab.evaluators.llm_judge import NO_ANSWER, LLMJudgeEvaluator, parse_verdict
+from maslab.evaluators.math import MathEvaluator
 from maslab.task import Task
 from maslab.testing.scripted import ScriptedModel
 

@@ -12,11 +12,11 @@ from maslab.answers import extract_answer
 from maslab.cli import main
 from maslab.context import Context
 from maslab.method import get_method
+from maslab.methods import mad, self_consistency  # noqa: F401  (importing registers them)
+from maslab.methods.cot import cot_prompt
+from maslab.methods.exchange_of_thought import PERSONAS, confidence
 from maslab.task import Task
 from maslab.testing.scripted import ScriptedModel, last_user_message
-from methods import mad, self_consistency  # noqa: F401  (importing registers them)
-from methods.cot import cot_prompt
-from methods.exchange_of_thought import PERSONAS, confidence
 
 TASK = Task(
     id="t1",

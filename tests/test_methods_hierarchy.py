@@ -11,9 +11,9 @@ from maslab.cli import main
 from maslab.context import Context
 from maslab.errors import ConfigError
 from maslab.method import get_method
+from maslab.methods import conductor, planner_executor  # noqa: F401
 from maslab.task import Task
 from maslab.testing.scripted import ScriptedModel, last_user_message
-from methods import conductor, planner_executor  # noqa: F401
 
 TASK = Task(
     id="t1",

@@ -13,9 +13,9 @@ from maslab.cli import main
 from maslab.context import Context
 from maslab.errors import ConfigError
 from maslab.method import get_method
+from maslab.methods import goagent, macnet  # noqa: F401 (registers the methods)
 from maslab.task import Task
 from maslab.testing.scripted import ScriptedModel, last_user_message
-from methods import goagent, macnet  # noqa: F401 (registers the methods)
 
 TASK = Task(
     id="t1",

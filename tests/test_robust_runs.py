@@ -178,7 +178,7 @@ def test_the_summary_names_the_causes_of_errors(tmp_path, capsys):
 
 
 def test_an_evaluator_failure_is_that_samples_error_not_the_runs(tmp_path, monkeypatch):
-    from evaluators.numeric import NumericEvaluator
+    from maslab.evaluators.numeric import NumericEvaluator
 
     async def broken(self, task, answer, *, ctx=None):
         if task.id == "test-1":
@@ -198,7 +198,7 @@ def test_an_evaluator_failure_is_that_samples_error_not_the_runs(tmp_path, monke
 
 
 def test_check_gold_is_a_typed_error_from_python():
-    from evaluators.choice import ChoiceEvaluator
+    from maslab.evaluators.choice import ChoiceEvaluator
     from maslab.task import Task
 
     task = Task(id="q1", question="?", gold="Z", choices=("a", "b", "c"))

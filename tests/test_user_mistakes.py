@@ -400,7 +400,7 @@ def test_a_plugin_that_fails_to_load_is_named(monkeypatch):
 
     broken = EntryPoint("broken", "no_such_module_xyz:Method", "maslab.methods")
     monkeypatch.setattr(registry, "entry_points", lambda group: [broken])
-    fresh = registry.Registry("method", "methods")
+    fresh = registry.Registry("method", "maslab.methods")
     with pytest.raises(ConfigError, match=r"method plugin 'broken' .* failed to load"):
         fresh.names()
 
