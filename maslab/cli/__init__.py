@@ -1,0 +1,95 @@
+"""The ``maslab`` command: run, sweep, report, show, compare, agreement, list, data, cache.
+
+Every failure is one line on stderr. Exit status: 2 for a user mistake (a bad option, name,
+file or value), 1 for samples that errored or a file system failure (disk full, permissions),
+130 after Ctrl-C and 143 after SIGTERM (an interrupted run resumes when the same command is run
+again), 141 when the reader of stdout goes away (``maslab list methods | head -1``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+from typing import NoReturn
+
+from maslab.cli import catalogue, reading, run
+from maslab.cli.console import Parser, RunStopped, Terminated
+from maslab.errors import MaslabError
+from maslab.secrets import redact
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="maslab", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for commands in (run, reading, catalogue):
+        commands.add_commands(sub)
+    return parser
+
+
+def _terminate(signum: int, frame: FrameType | None) -> NoReturn:
+    raise Terminated
+
+
+def _file_problem(exc: OSError) -> str:
+    """One line for a failed file operation: the path and the reason."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    hint = " (free some space first)" if exc.errno == errno.ENOSPC else ""
+    return f"{where}{exc.strerror or exc}{hint}"
+
+
+def _report_stop(exc: KeyboardInterrupt | OSError, saved: str = "") -> int:
+    """Print why the command stopped (one line); return its exit status."""
+    note = f"; {saved}" if saved else ""
+    if isinstance(exc, OSError):
+        print(f"maslab: error: {_file_problem(exc)}{note}", file=sys.stderr)
+        return 1
+    if isinstance(exc, Terminated):
+        print(f"maslab: interrupted by SIGTERM{note}", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    print(f"maslab: interrupted by Ctrl-C{note}", file=sys.stderr)
+    return 128 + signal.SIGINT
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: send what is left of stdout to /dev/null, so the flush at exit
+    does not fail again (the recipe of Python's signal module documentation)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # stdout is not a file (captured, replaced)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse has printed
+        return exc.code if isinstance(exc.code, int) else 2
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    # only the main thread may handle signals
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
+    try:
+        status = args.func(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:  # the reader of stdout is gone (| head): stop quietly
+        _quiet_stdout()
+        return 141  # 128 + SIGPIPE, what a shell reports for a process the pipe ended
+    except MaslabError as exc:
+        message = " ".join(redact(str(exc)).split())  # one line, whatever the message held
+        print(f"maslab: error: {message}", file=sys.stderr)
+        return 2
+    except RunStopped as exc:
+        return _report_stop(exc.cause, str(exc))
+    except (KeyboardInterrupt, OSError) as exc:
+        return _report_stop(exc)
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

@@ -1,0 +1,105 @@
+"""What every command shares: the redacting console, the stop exceptions, argument types and
+the checks that turn a bad path into a one-line error."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from rich.console import Console
+from rich.text import Text
+
+from maslab.errors import ConfigError
+from maslab.secrets import redact
+
+if TYPE_CHECKING:
+    from maslab.results import RunStore
+
+
+class _Console(Console):
+    """Redacts every string before it is rendered (wrapping or highlighting could split a key);
+    a broken pipe reaches :func:`maslab.cli.main` (rich's own handler exits with 1)."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(redact(text), **options)
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader of stdout went away")
+
+
+console = _Console(soft_wrap=True)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt, so the same cleanup runs."""
+
+
+class RunStopped(Exception):
+    """A run ended early by ``cause`` (a signal, a failed write); the message says what is
+    saved."""
+
+    def __init__(self, cause: KeyboardInterrupt | OSError, saved: str) -> None:
+        super().__init__(saved)
+        self.cause = cause
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, like every other maslab error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def number(
+    kind: Callable[[str], float], low: float, high: float | None = None, *, above: bool = False
+) -> Callable[[str], float]:
+    """An argparse type: a ``kind`` number at least ``low`` (above it, with ``above``) and at
+    most ``high``."""
+    noun = "a whole number" if kind is int else "a number"
+    if high is not None:
+        rule = f"between {low:g} and {high:g}"
+    else:
+        rule = f"{'above' if above else 'at least'} {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if not (value > low if above else value >= low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
+        return value
+
+    return parse
+
+
+COUNT = number(int, 1)
+
+
+def run_dir(path: Path) -> RunStore:
+    """The run in ``path``, or a one-line error saying why it is not one."""
+    from maslab.results import RunStore
+
+    if not path.exists():
+        raise ConfigError(f"{path}: no such run directory")
+    if not path.is_dir():
+        raise ConfigError(f"{path}: not a run directory (it is a file)")
+    store = RunStore(path)
+    store.manifest()  # no manifest, or an unreadable one: a one-line error now
+    return store
+
+
+def output_file(path: Path) -> None:
+    """A one-line error now if ``path`` cannot be created as a file."""
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory; name the file, e.g. {path / 'report.html'}")
+    folder = next(p for p in path.absolute().parents if p.exists())
+    if not folder.is_dir():
+        raise ConfigError(f"{path}: {folder} is a file, not a directory")
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"{path}: {folder} is not writable")
