@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import orjson
@@ -222,7 +223,9 @@ def test_an_unreachable_endpoint_stops_the_run_early_and_says_why(tmp_path, caps
                  "--out", str(tmp_path / "run"), "--no-cache", "--quiet"])  # fmt: skip
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err
-    assert "stopped after 3 samples failed and none succeeded: LLMConnectionError" in err
+    # samples finishing in the same loop step as the third failure may count too
+    stopped = re.search(r"stopped after (\d+) samples failed and none succeeded: (\w+)", err)
+    assert stopped and 3 <= int(stopped[1]) <= 4 and stopped[2] == "LLMConnectionError"
     assert len(lines(tmp_path / "run" / RESULTS)) < 50
 
 
