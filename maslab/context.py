@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from maslab import defaults
 from maslab.config_files import validation_message
 from maslab.errors import BudgetExceeded, ConfigError, SampleEnded
 from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
@@ -95,7 +96,7 @@ class Context:
         models: ModelPool | None = None,
         sample_id: str = "sample",
         repeat: int = 0,
-        seed: int = 0,
+        seed: int = defaults.SEED,
         budget: Budget | None = None,
         sampling: Mapping[str, Any] | None = None,
         gate: asyncio.Semaphore | None = None,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from maslab.defaults import JUDGE_TEMPERATURE
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool, load_model
 from maslab.llm.types import ChatMessage, ChatModel
@@ -100,10 +101,15 @@ class Judge:
             {"role": "user", "content": user},
         ]
         if ctx is None:
-            return (await self.model.chat(messages, temperature=0)).text
-        completion = await ctx.chat(
-            messages, model=self.model, agent="judge", purpose="scoring", temperature=0
-        )
+            completion = await self.model.chat(messages, temperature=JUDGE_TEMPERATURE)
+        else:
+            completion = await ctx.chat(
+                messages,
+                model=self.model,
+                agent="judge",
+                purpose="scoring",
+                temperature=JUDGE_TEMPERATURE,
+            )
         return completion.text
 
     async def aclose(self) -> None:

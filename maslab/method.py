@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maslab.config_files import validation_message
 from maslab.context import Context
+from maslab.defaults import DEMO_MODEL
 from maslab.errors import BudgetExceeded, ConfigError
 from maslab.llm.ledger import UsageTotals
-from maslab.llm.local import DEMO_MODEL
 from maslab.llm.types import ChatModel
 from maslab.registry import Registry
 from maslab.task import Solution, Task

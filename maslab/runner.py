@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import maslab
+from maslab import defaults
 from maslab.benchmark import get_benchmark
 from maslab.context import Budget, Context, check_sampling
 from maslab.errors import ConfigError, LLMConnectionError, MaslabError, RequestRejected
@@ -36,8 +37,6 @@ from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.sandbox import protections, require_isolation
 from maslab.task import Task
 
-# MASLab's defaults, so numbers stay comparable with its tables
-DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.5, "max_tokens": 2048}
 # a run stops when this many samples failed with an endpoint failure before any succeeded
 UNREACHABLE_AFTER = 3
 _ENDPOINT_STATUSES = {401, 403, 404}  # credentials or model refused: no sample can succeed
@@ -63,16 +62,16 @@ class RunConfig(BaseModel):
     method_config: dict[str, Any] = Field(default_factory=dict)
     benchmark: str
     benchmark_options: dict[str, Any] = Field(default_factory=dict)
-    split: str = "test"
+    split: str = defaults.SPLIT
     limit: int | None = Field(None, ge=1)
     shuffle: bool = False
     data: str | None = None
     model: str
     endpoints: str | None = None
-    sampling: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_SAMPLING))
-    repeats: int = Field(1, ge=1)
-    seed: int = 0
-    concurrency: int = Field(32, ge=1)
+    sampling: dict[str, Any] = Field(default_factory=lambda: dict(defaults.SAMPLING))
+    repeats: int = Field(defaults.REPEATS, ge=1)
+    seed: int = defaults.SEED
+    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     evaluator: str | None = None
     evaluator_options: dict[str, Any] = Field(default_factory=dict)
     max_calls: int | None = Field(None, ge=1)
