@@ -69,8 +69,51 @@ __all__ = [
 
 
 class Benchmark:
-    """A named set of tasks and how to score them. Subclasses set the class variables and
-    implement :meth:`to_task`; options (if any) are constructor keyword arguments."""
+    r"""A named set of tasks and how to score them.
+
+    A subclass registers under a name, sets the class variables (``domain``, ``answer_type``,
+    ``instruction``: the one answer-format sentence every method is shown, ``evaluator``: the
+    default scorer, ``fields``: what each raw record must hold, ``splits``) and implements
+    :meth:`to_task`, which turns one raw record into a :class:`Task` with a normalised gold
+    (:func:`number_gold`; :meth:`choice_task` letters and shuffles the options). The bases
+    :class:`NumberBenchmark`, :class:`MathBenchmark`, :class:`ChoiceBenchmark` and
+    :class:`CodeBenchmark` set the answer type, instruction and evaluator for their kind of
+    answer. The data comes from a file the user names, the user cache, the benchmark's own
+    :meth:`packaged_records` or its Hugging Face ``hub`` (:mod:`maslab.data`). Options, if any,
+    are keyword arguments of the constructor, recorded in ``self.options``.
+
+    Example::
+
+        from typing import Any
+
+        from maslab import Benchmark, Task
+        from maslab.benchmark import register_benchmark
+
+
+        @register_benchmark("capitals")
+        class Capitals(Benchmark):
+            domain = "knowledge"
+            evaluator = "exact"  # the default scorer; a run may name another
+            instruction = "Give your final answer as one word in the form \\boxed{ANSWER}."
+            fields = ("country", "capital")  # a record without one is a one-line error
+            # on the Hub instead: hub = HubSource("org/capitals", splits={"test": "train"})
+
+            def packaged_records(self, split: str) -> list[dict[str, Any]]:  # split: one of splits
+                return [
+                    {"country": "France", "capital": "Paris"},
+                    {"country": "Peru", "capital": "Lima"},
+                ]
+
+            def to_task(self, record: dict[str, Any], index: int, split: str) -> Task:
+                task_id = self.task_id(record, index, split)  # test-0, test-1, ...
+                question = f"What is the capital of {record['country']}?"
+                return self.task(task_id, question, gold=record["capital"])
+
+
+        tasks = Capitals().load(limit=1)  # load(data="capitals.jsonl") reads a local file first
+        assert [(t.id, t.gold) for t in tasks] == [("test-0", "Paris")]
+        assert tasks[0].prompt().endswith("in the form \\boxed{ANSWER}.")
+    """
 
     name: ClassVar[str] = ""
     domain: ClassVar[str] = ""  # math, science, knowledge, medicine, code, reasoning
