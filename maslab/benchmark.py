@@ -218,6 +218,13 @@ class Benchmark:
         With ``shuffle_choices`` the options are put in an order drawn from the benchmark name
         and task id, so every run, method and machine sees the same order (see
         :func:`choice_order` for options that refer to other options).
+
+        Args:
+            task_id: The task's id (:meth:`task_id`).
+            question: The question, without the options.
+            options: The option texts in the source's order.
+            answer: The position of the correct option in ``options``.
+            metadata: Kept on the task, with the source's letter as ``source_answer``.
         """
         if not 0 <= answer < len(options) <= len(LETTERS):
             raise ValueError(f"answer {answer} is not one of {len(options)} options")

@@ -105,6 +105,13 @@ class Evaluator:
         gold_of(task)
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        """How ``answer`` scores against ``task``.
+
+        Args:
+            task: The task, with its gold answer (and tests, choices, ...).
+            answer: The method's final answer text, as it wrote it.
+            ctx: The sample's context, for model calls (scoring); None outside a run.
+        """
         raise NotImplementedError
 
     async def aclose(self) -> None:
@@ -115,8 +122,10 @@ class Evaluator:
 class Judge:
     """The judge model of an LLM-graded evaluator: asked at temperature 0, two-turn prompts.
 
-    A spec string is loaded from ``models`` (borrowed) or on its own (owned, closed by
-    :meth:`aclose`); a model handle is borrowed.
+    Args:
+        judge: A spec or a model handle (borrowed: never closed here).
+        models: The pool a spec is loaded from (borrowed); None loads the spec on its own, and
+            :meth:`aclose` closes it.
     """
 
     def __init__(self, judge: str | ChatModel, models: ModelPool | None = None) -> None:

@@ -123,6 +123,12 @@ class Method:
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
     ) -> None:
+        """Check the settings against ``Config``; a bad one is a one-line :class:`ConfigError`.
+
+        Args:
+            config: Settings as a mapping or a ``Config``; None keeps the paper's defaults.
+            **overrides: Settings as keywords, over ``config``.
+        """
         what = f"{self.name or type(self).__name__} config"
         if isinstance(config, MethodConfig):
             config = config.model_dump()
@@ -139,6 +145,7 @@ class Method:
             raise ConfigError(validation_message(exc, what)) from None
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
+        """Solve ``task`` with model calls through ``ctx``; the solution's answer is scored."""
         raise NotImplementedError
 
     async def run_sample(self, task: Task, ctx: Context) -> Solution:
@@ -168,9 +175,13 @@ class Method:
     async def arun(
         self, task: Task | str, model: ChatModel | str = DEMO_MODEL, **context: Any
     ) -> Outcome:
-        """Solve one task (or a bare question) on ``model``; ``await`` it in notebooks.
+        """Solve one task on ``model`` in a context of its own; ``await`` it in notebooks.
 
-        ``context`` goes to :class:`Context` (``sampling``, ``budget``, ``seed``, ...).
+        Args:
+            task: A task, or a bare question (a task with id ``"question"``).
+            model: A spec or a handle; the embedded offline demo model by default.
+            **context: Keyword arguments of :class:`Context` (``sampling``, ``budget``, ``seed``,
+                ...).
         """
         if isinstance(task, str):
             task = Task(id="question", question=task)
