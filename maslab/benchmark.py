@@ -191,7 +191,7 @@ class Benchmark:
         """Where the data of ``split`` comes from, for people (a path, a package, the Hub)."""
         return resolve_source(self, split, data)[0]
 
-    dataset_hash = staticmethod(dataset_hash)
+    dataset_hash = staticmethod(dataset_hash)  # what the run manifest records
 
     # -- helpers for loaders ---------------------------------------------------------------------
 

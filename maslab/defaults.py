@@ -1,7 +1,7 @@
 """The default settings of a run, each named once; everything else imports them from here.
 
 The sampling defaults are MASLab's, so numbers stay comparable with its tables. This module
-names no provider and imports nothing: any layer may read it.
+imports nothing from maslab, so any layer may read it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,6 @@ REPEATS = 1  # independent attempts per task
 SEED = 0  # the run seed: per-sample random streams and the response cache's draws
 SPLIT = "test"
 
-# Per endpoint of an endpoints file (maslab.llm.endpoints takes these on its next edit).
+# Per endpoint of an endpoints file (to be read by maslab.llm.endpoints and litellm_provider).
 ENDPOINT_MAX_CONCURRENCY = 32  # requests in flight
 REQUEST_TIMEOUT_S = 600.0  # seconds per request (also litellm's)
