@@ -11,7 +11,8 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from maslab.benchmark import CodeBenchmark, read_records, register_benchmark
+from maslab.benchmark import CodeBenchmark, register_benchmark
+from maslab.data import read_records
 from maslab.task import Task
 
 _DATA = ("data", "HumanEval.jsonl.gz")

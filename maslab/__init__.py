@@ -1,9 +1,36 @@
 """maslab: LLM multi-agent systems on one shared agent / message / topology abstraction.
 
-from maslab import Context, Task, get_method, load_model
+The layers, each built only on those above it::
 
-method = get_method("llm_debate")(agents=3, rounds=2)
-solution = await method.solve(task, Context(load_model("openai:gpt-4o-mini")))
+    maslab.llm              model access: ChatModel, providers chosen by spec ("openai:...",
+                            "local:...", "scripted:..."), cache -> retry -> load balancer ->
+                            per-endpoint limiter, usage ledger
+    messages, agents,       one sample: Message and Transcript, Agent, Topology (who reads
+    topology, context       whom), Context (the door every call goes through: budget,
+                            tracing, seeded random streams)
+    method                  Method, MethodConfig and their registry; task (Task, Solution);
+                            shared pieces: answers, aggregation, tools
+    benchmark, data,        tasks with gold answers and how they score: Benchmark and its
+    evaluation, sandbox     registry, where the data comes from, Evaluator and Score, the
+                            sandbox for model-written code
+    runner, results,        the harness: async runs and sweeps, the run directory (resumable),
+    stats, report           statistics over tasks, the HTML report
+    cli                     the ``maslab`` command
+
+Beside them, for every layer: defaults (each default setting, once), errors, secrets, paths,
+config_files, registry; maslab.testing holds the scripted model and a fake OpenAI server.
+
+Plug-ins: methods/, benchmarks/ and evaluators/ at the top of the repository install as
+maslab.methods, maslab.benchmarks and maslab.evaluators. Each module imports the core and
+registers its class by name (``register_method``, ``register_benchmark``,
+``register_evaluator``); other distributions add theirs through the entry-point groups of
+the same names, and model providers through ``maslab.llm.registry.register_provider``. The
+core reaches a plug-in only through its registry.
+
+    from maslab import Task, get_method
+
+    debate = get_method("llm_debate")(agents=3, rounds=2)
+    outcome = debate.run(Task(id="q1", question="What is 17 * 23?"), "openai:gpt-4o-mini")
 """
 
 from maslab.agents import Agent

@@ -14,9 +14,17 @@ if TYPE_CHECKING:
 class Agent:
     """An LLM agent of one sample. Every call goes through the sample's :class:`Context`.
 
-    ``model`` may differ between agents of one method (a spec string or a model handle;
-    ``None`` is the run's model). Extra keyword arguments are sampling parameters
-    (``temperature``, ``max_tokens``, ...) that override the run's for this agent.
+    Agents of one method may use different models and sampling (heterogeneous teams). Methods
+    make agents with ``ctx.agent(name, ...)``, which takes the same keywords.
+
+    Args:
+        ctx: The sample's context.
+        name: Unique within the sample: the sender of its messages, and its random stream.
+        system: The system prompt, the first turn of its history; None for none.
+        role: A label for the method's own use (``"critic"``, a persona); never sent.
+        model: A spec or a handle; None is the run's model.
+        **sampling: Sampling parameters (``temperature``, ``max_tokens``, ...) that override
+            the run's for every call of this agent.
     """
 
     def __init__(
@@ -46,11 +54,19 @@ class Agent:
         remember: bool = True,
         **params: Any,
     ) -> Message:
-        """Send ``prompt`` as a user turn after the history, return the answer as a Message.
+        """Send ``prompt`` as a user turn after the history; the answer, added to the transcript.
 
-        With ``remember`` the prompt and answer join the history (the agent's memory);
-        without, the call leaves no trace in it (the transcript still records the message).
-        Other keywords go to :meth:`Context.chat` (sampling parameters, ``stream``).
+        Args:
+            prompt: The new user turn; None sends the history as it is.
+            round: The method's round, on the message and the call's record; it is what
+                :meth:`Topology.visible_messages` selects by.
+            kind: The message's kind (``"message"``, ``"critique"``, ``"aggregate"``, ...).
+            recipients: The agents it is addressed to; None broadcasts it to all who may see it
+                (the topology decides).
+            remember: Add the prompt and the answer to the history (the agent's memory);
+                False leaves the history as it was (the transcript still has the message).
+            **params: For :meth:`Context.chat`: sampling parameters over the agent's, or
+                ``stream``.
         """
         messages = (
             [*self.history, {"role": "user", "content": prompt}]

@@ -55,7 +55,15 @@ async def llm_aggregate(
 async def decide(
     ctx: Context, task: Task, responses: Sequence[str], how: str, *, round: int | None = None
 ) -> Solution:
-    """The final solution from several responses: ``"majority"`` vote or one ``"llm"`` call."""
+    """The final solution from several responses: ``"majority"`` vote or one ``"llm"`` call.
+
+    Args:
+        ctx: The sample's context (the ``llm`` aggregator's call goes through it).
+        task: The task (its answer type decides how answers are extracted and compared).
+        responses: The agents' responses, in agent order (ties go to the earliest).
+        how: ``"majority"`` or ``"llm"``.
+        round: The aggregator's round, for ``"llm"``.
+    """
     if how == "llm":
         verdict = await llm_aggregate(ctx, task, responses, round=round)
         return Solution(answer=verdict.content, metadata={"aggregate": "llm"})

@@ -65,7 +65,13 @@ async def compare_evaluators(
     """Score every ``(task, answer)`` with both evaluators and tabulate their verdicts.
 
     Evaluator errors propagate: an agreement computed over the answers that happened to score
-    would not be the agreement over ``pairs``. At most ``concurrency`` answers score at once.
+    would not be the agreement over ``pairs``.
+
+    Args:
+        pairs: Tasks and the answers to score against them.
+        a: One evaluator.
+        b: The other.
+        concurrency: How many answers score at once.
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")

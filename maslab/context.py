@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from maslab import defaults
 from maslab.config_files import validation_message
 from maslab.errors import BudgetExceeded, ConfigError, SampleEnded
 from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
@@ -95,12 +96,29 @@ class Context:
         models: ModelPool | None = None,
         sample_id: str = "sample",
         repeat: int = 0,
-        seed: int = 0,
+        seed: int = defaults.SEED,
         budget: Budget | None = None,
         sampling: Mapping[str, Any] | None = None,
         gate: asyncio.Semaphore | None = None,
     ) -> None:
-        """``gate`` caps model calls in flight across every sample that shares it."""
+        """Check the arguments and open the sample's ledger, transcript and random stream.
+
+        Args:
+            model: The sample's default model: a spec (``"openai:gpt-4o-mini"``) or a handle.
+            models: The pool that turns specs into handles; a run's samples share one (and so
+                its connections and response cache). None: a pool of this context's own.
+            sample_id: The sample's name in the ledger and its random stream (the task id).
+            repeat: Which attempt at the task this is (0-based), for the random stream.
+            seed: The run seed; with ``sample_id`` and ``repeat`` it seeds ``rng`` and the
+                response cache's draws.
+            budget: The sample's limits on calls, tokens and seconds; None is unlimited.
+            sampling: Sampling parameters of every call (``temperature``, ``max_tokens``, ...);
+                a call's own keywords override them. None: the model's defaults.
+            gate: Caps the model calls in flight across every sample that shares it.
+
+        Raises:
+            ConfigError: An argument of the wrong type, or an unknown sampling parameter.
+        """
         if not isinstance(model, str) and not callable(getattr(model, "complete", None)):
             _wrong("model", model, "a model spec like 'openai:gpt-4o-mini' or a ChatModel")
         for name, value, kind, expected in (
@@ -198,14 +216,27 @@ class Context:
         stream: str | None = None,
         **params: Any,
     ) -> Completion:
-        """One model call, budgeted and recorded. Raises LLMError or BudgetExceeded.
+        """One model call, budgeted and recorded.
 
-        Scoring calls (``purpose="scoring"``) are recorded and gated like any other but never
-        count against, or are stopped by, the method's budget. ``stream`` names a run-wide
-        random stream for a call whose result the method shares across samples (built once,
-        by whichever sample comes first): it is keyed by (run seed, stream), not by the sample.
         A call whose caller stops waiting (budget deadline, cancellation) still runs to its end
         and is recorded.
+
+        Args:
+            messages: A prompt (one user turn) or the whole chat, system turn included.
+            model: A spec or handle for this call; None is the sample's model.
+            agent: The calling agent's name: in the ledger and in the random stream.
+            round: The method's round, recorded with the call.
+            purpose: ``"method"``, or ``"scoring"`` for an evaluator's call: recorded and gated
+                like any other, but never counted against, or stopped by, the method's budget.
+            stream: A run-wide random stream, for a call whose result the method shares across
+                samples (built once, by whichever sample comes first): keyed by (run seed,
+                stream) instead of the sample.
+            **params: Sampling parameters (those of :class:`Sampling`) over the context's.
+
+        Raises:
+            LLMError: The model failed for good (after any retries).
+            BudgetExceeded: The budget forbids the call, or its time ran out while waiting.
+            SampleEnded: The sample has ended (:meth:`settle`); no new method call starts.
         """
         left = None
         if purpose == "method":

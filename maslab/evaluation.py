@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from maslab.defaults import JUDGE_TEMPERATURE
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool, load_model
 from maslab.llm.types import ChatMessage, ChatModel
@@ -56,10 +57,41 @@ def gold_of(task: Task) -> str:
 
 
 class Evaluator:
-    """Scores a method's final answer text against a task's gold answer.
+    r"""Scores a method's final answer text against a task's gold answer.
 
-    ``ctx`` is the sample's context: an evaluator that asks a model does it through
-    ``ctx.chat(..., purpose="scoring")`` so its calls are gated, traced and counted as scoring.
+    A subclass implements ``async score(task, answer, *, ctx)`` and registers under a name; its
+    options, if any, are keyword arguments of its constructor (a run's ``evaluator_options``).
+    ``score`` returns :meth:`Score.graded` for an answer it could read and :meth:`Score.unparsable`
+    for one it could not (scored wrong and counted apart, never dropped). ``check_gold`` rejects
+    the tasks it cannot score before a run spends anything. ``ctx`` is the sample's context: an
+    evaluator that asks a model does it through :class:`Judge` (or ``ctx.chat(...,
+    purpose="scoring")``), so those calls are gated, traced and counted as scoring, never
+    against the method's budget.
+
+    Example::
+
+        import asyncio
+        import re
+
+        from maslab import Context, Task
+        from maslab.evaluation import Evaluator, Score, gold_of, register_evaluator
+
+
+        @register_evaluator("last_integer")
+        class LastInteger(Evaluator):
+            # The class docstring's first line is what `maslab list evaluators` shows.
+
+            async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+                gold = gold_of(task)  # a task without a gold answer: one-line ConfigError
+                found = re.findall(r"-?\d+", answer)
+                if not found:
+                    return Score.unparsable()
+                return Score.graded(int(found[-1]) == int(gold), found[-1], gold)
+
+
+        task = Task(id="q1", question="What is 6 * 7?", gold="42")
+        score = asyncio.run(LastInteger().score(task, "6 * 7 = 42"))
+        assert score.correct and score.extracted == "42" and score.value == 1.0
     """
 
     name: ClassVar[str] = ""
@@ -73,6 +105,13 @@ class Evaluator:
         gold_of(task)
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        """How ``answer`` scores against ``task``.
+
+        Args:
+            task: The task, with its gold answer (and tests, choices, ...).
+            answer: The method's final answer text, as it wrote it.
+            ctx: The sample's context, for model calls (scoring); None outside a run.
+        """
         raise NotImplementedError
 
     async def aclose(self) -> None:
@@ -83,8 +122,10 @@ class Evaluator:
 class Judge:
     """The judge model of an LLM-graded evaluator: asked at temperature 0, two-turn prompts.
 
-    A spec string is loaded from ``models`` (borrowed) or on its own (owned, closed by
-    :meth:`aclose`); a model handle is borrowed.
+    Args:
+        judge: A spec or a model handle (borrowed: never closed here).
+        models: The pool a spec is loaded from (borrowed); None loads the spec on its own, and
+            :meth:`aclose` closes it.
     """
 
     def __init__(self, judge: str | ChatModel, models: ModelPool | None = None) -> None:
@@ -100,10 +141,15 @@ class Judge:
             {"role": "user", "content": user},
         ]
         if ctx is None:
-            return (await self.model.chat(messages, temperature=0)).text
-        completion = await ctx.chat(
-            messages, model=self.model, agent="judge", purpose="scoring", temperature=0
-        )
+            completion = await self.model.chat(messages, temperature=JUDGE_TEMPERATURE)
+        else:
+            completion = await ctx.chat(
+                messages,
+                model=self.model,
+                agent="judge",
+                purpose="scoring",
+                temperature=JUDGE_TEMPERATURE,
+            )
         return completion.text
 
     async def aclose(self) -> None:

@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maslab.config_files import validation_message
 from maslab.context import Context
+from maslab.defaults import DEMO_MODEL
 from maslab.errors import BudgetExceeded, ConfigError
 from maslab.llm.ledger import UsageTotals
-from maslab.llm.local import DEMO_MODEL
 from maslab.llm.types import ChatModel
 from maslab.registry import Registry
 from maslab.task import Solution, Task
@@ -68,7 +68,54 @@ class AgentSpec(BaseModel):
 
 
 class Method:
-    """Base class of all MAS methods."""
+    r"""Base class of all MAS methods: a ``Config`` and ``async solve(task, ctx) -> Solution``.
+
+    ``Config`` is a :class:`MethodConfig` whose defaults come from the paper; the constructor
+    takes a mapping, a ``Config`` or keywords (``LLMDebate(agents=5)``) and checks them.
+    ``solve`` makes every model call through the sample's context: ``ctx.agent(name, ...)``
+    makes an :class:`~maslab.agents.Agent`, ``await agent.reply(prompt, round=r)`` returns its
+    :class:`~maslab.messages.Message`. Independent calls run concurrently (``asyncio.gather``);
+    whenever the method has a better answer than before it calls ``ctx.propose(answer)``, which
+    a budget stop scores. The returned :class:`Solution` holds the final answer text, as the
+    evaluator will read it. A method with more than one agent sets ``ctx.topology`` (who reads
+    whom): traces and reports show it. The class docstring cites the paper (title, arXiv id)
+    and lists the deviations from it.
+
+    Example::
+
+        import asyncio
+
+        from pydantic import Field
+
+        from maslab import Context, Method, MethodConfig, Solution, Task, Topology, register_method
+        from maslab.testing import ScriptedModel
+
+
+        @register_method("solve_then_judge")
+        class SolveThenJudge(Method):
+            # A real method's docstring cites its paper (title, arXiv id) and its deviations.
+
+            class Config(MethodConfig):  # defaults from the paper; unknown keys are errors
+                solvers: int = Field(2, ge=1)
+
+            async def solve(self, task: Task, ctx: Context) -> Solution:
+                names = [f"solver_{i}" for i in range(1, self.config.solvers + 1)]
+                ctx.topology = Topology.star("judge", names, direction="in")
+                solvers = [ctx.agent(name, system="Solve step by step.") for name in names]
+                drafts = await asyncio.gather(*(s.reply(task.prompt(), round=0) for s in solvers))
+                ctx.propose(drafts[0].content)  # what a budget stop from here on scores
+                seen = ctx.topology.visible_messages("judge", ctx.transcript, round=1)
+                shown = "\n\n".join(f"{m.sender}: {m.content}" for m in seen)
+                judge = ctx.agent("judge", temperature=0)  # per-agent sampling
+                verdict = await judge.reply(f"{task.prompt()}\n\nAnswers:\n{shown}", round=1)
+                return Solution(answer=verdict.content)  # the judge decides; the evaluator reads it
+
+
+        model = ScriptedModel(["6 * 7 = 42", "It is 42.", "Both say 42, and so do I: 42"])
+        task = Task(id="q1", question="What is 6 * 7?", gold="42", answer_type="number")
+        outcome = SolveThenJudge().run(task, model)  # a notebook awaits .arun(task, model)
+        assert outcome.answer.endswith("42") and len(model.calls) == 3
+    """
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[MethodConfig]] = MethodConfig
@@ -76,6 +123,12 @@ class Method:
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
     ) -> None:
+        """Check the settings against ``Config``; a bad one is a one-line :class:`ConfigError`.
+
+        Args:
+            config: Settings as a mapping or a ``Config``; None keeps the paper's defaults.
+            **overrides: Settings as keywords, over ``config``.
+        """
         what = f"{self.name or type(self).__name__} config"
         if isinstance(config, MethodConfig):
             config = config.model_dump()
@@ -92,6 +145,7 @@ class Method:
             raise ConfigError(validation_message(exc, what)) from None
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
+        """Solve ``task`` with model calls through ``ctx``; the solution's answer is scored."""
         raise NotImplementedError
 
     async def run_sample(self, task: Task, ctx: Context) -> Solution:
@@ -121,9 +175,13 @@ class Method:
     async def arun(
         self, task: Task | str, model: ChatModel | str = DEMO_MODEL, **context: Any
     ) -> Outcome:
-        """Solve one task (or a bare question) on ``model``; ``await`` it in notebooks.
+        """Solve one task on ``model`` in a context of its own; ``await`` it in notebooks.
 
-        ``context`` goes to :class:`Context` (``sampling``, ``budget``, ``seed``, ...).
+        Args:
+            task: A task, or a bare question (a task with id ``"question"``).
+            model: A spec or a handle; the embedded offline demo model by default.
+            **context: Keyword arguments of :class:`Context` (``sampling``, ``budget``, ``seed``,
+                ...).
         """
         if isinstance(task, str):
             task = Task(id="question", question=task)

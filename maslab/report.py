@@ -336,8 +336,12 @@ def build_report(
 ) -> Path:
     """Write one self-contained HTML report over ``run_dirs`` to ``out`` and return its path.
 
-    ``prices`` maps a model to USD per 1M (prompt, completion) tokens; each model's tokens
-    used by the method (spent or replayed) are priced at its own price.
+    Args:
+        run_dirs: Run directories, one leaderboard row each.
+        out: The HTML file to write.
+        prices: Model spec -> USD per 1M (prompt, completion) tokens; each model's tokens used
+            by the method (spent or replayed) are priced at its own price. None: costs show "—".
+        max_tasks: How many tasks the per-sample drill-down shows per run.
     """
     loaded = (_load(directory, f"run-{i}") for i, directory in enumerate(run_dirs))
     runs = sorted(loaded, key=lambda run: -run.summary.accuracy)

@@ -25,6 +25,7 @@ from typing import IO, Any, ClassVar, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from maslab import defaults
 from maslab.config_files import validation_message
 from maslab.errors import ConfigError
 from maslab.evaluation import Score
@@ -92,16 +93,16 @@ class Manifest(BaseModel):
     method_config: dict[str, Any] = Field(default_factory=dict)
     benchmark: str
     benchmark_options: dict[str, Any] = Field(default_factory=dict)
-    split: str = "test"
+    split: str = defaults.SPLIT
     limit: int | None = None
-    seed: int = 0
+    seed: int = defaults.SEED
     data: str | None = None
     dataset_hash: str = ""
     tasks: int = 0
     task_ids: list[str] | None = None
     model: str
     sampling: dict[str, Any] = Field(default_factory=dict)
-    repeats: int = 1
+    repeats: int = defaults.REPEATS
     evaluator: str
     budget: dict[str, Any] = Field(default_factory=dict)
     created: str = ""

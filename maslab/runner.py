@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import maslab
+from maslab import defaults
 from maslab.benchmark import get_benchmark
 from maslab.context import Budget, Context, check_sampling
 from maslab.errors import ConfigError, LLMConnectionError, MaslabError, RequestRejected
@@ -36,8 +37,6 @@ from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.sandbox import protections, require_isolation
 from maslab.task import Task
 
-# MASLab's defaults, so numbers stay comparable with its tables
-DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.5, "max_tokens": 2048}
 # a run stops when this many samples failed with an endpoint failure before any succeeded
 UNREACHABLE_AFTER = 3
 _ENDPOINT_STATUSES = {401, 403, 404}  # credentials or model refused: no sample can succeed
@@ -55,7 +54,33 @@ def _endpoint_failure(exc: BaseException) -> bool:
 
 
 class RunConfig(BaseModel):
-    """Everything a run needs. Identical configs resume into the same output directory."""
+    """Everything a run needs. Identical configs resume into the same output directory.
+
+    Attributes:
+        method: A registered method's name.
+        method_config: Its :class:`MethodConfig` settings; the paper's defaults for the rest.
+        benchmark: A registered benchmark's name.
+        benchmark_options: Keyword arguments of the benchmark's constructor.
+        split: Which split of the benchmark.
+        limit: Run the first ``limit`` tasks (after any shuffle); None runs all.
+        shuffle: Shuffle the tasks with ``seed`` before ``limit``.
+        data: A local data file to read instead of the benchmark's sources.
+        model: The model spec every agent uses unless its method config names another.
+        endpoints: An endpoints YAML file that serves ``model`` (aliases, keys, limits).
+        sampling: Sampling parameters of every call (MASLab's by default).
+        repeats: Independent attempts at each task.
+        seed: The run seed: per-sample random streams, response-cache draws, the shuffle.
+        concurrency: Model calls in flight across the run (each endpoint also has its own
+            cap), and as many samples.
+        evaluator: The scoring protocol; None is the benchmark's default.
+        evaluator_options: Keyword arguments of the evaluator's constructor (``judge``).
+        max_calls: Per-sample budget: model calls.
+        max_tokens: Per-sample budget: tokens (prompt and completion) over all calls.
+        max_seconds: Per-sample budget: wall-clock seconds.
+        cache: The SQLite response cache file; None runs uncached.
+        strict_sandbox: Refuse to start where model-written code cannot run fully isolated.
+        out: The run directory (created, or resumed).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -63,16 +88,16 @@ class RunConfig(BaseModel):
     method_config: dict[str, Any] = Field(default_factory=dict)
     benchmark: str
     benchmark_options: dict[str, Any] = Field(default_factory=dict)
-    split: str = "test"
+    split: str = defaults.SPLIT
     limit: int | None = Field(None, ge=1)
     shuffle: bool = False
     data: str | None = None
     model: str
     endpoints: str | None = None
-    sampling: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_SAMPLING))
-    repeats: int = Field(1, ge=1)
-    seed: int = 0
-    concurrency: int = Field(32, ge=1)
+    sampling: dict[str, Any] = Field(default_factory=lambda: dict(defaults.SAMPLING))
+    repeats: int = Field(defaults.REPEATS, ge=1)
+    seed: int = defaults.SEED
+    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     evaluator: str | None = None
     evaluator_options: dict[str, Any] = Field(default_factory=dict)
     max_calls: int | None = Field(None, ge=1)
@@ -129,7 +154,15 @@ Listener = Callable[[ResultRecord], None]
 
 
 class Runner:
-    """Runs one :class:`RunConfig`; ``listener`` sees every finished sample (progress display)."""
+    """Runs one :class:`RunConfig`: :meth:`open`, then ``await`` :meth:`run`.
+
+    Building it checks everything that can be checked before spending (names, options, model
+    specs and keys, every task's gold answer); the run directory is untouched until :meth:`open`.
+
+    Args:
+        config: The run.
+        listener: Called with every finished sample's record (a progress display).
+    """
 
     def __init__(self, config: RunConfig, *, listener: Listener | None = None) -> None:
         self.config = config
@@ -297,5 +330,5 @@ def usage_fields(ctx: Context) -> dict[str, Any]:
 
 
 async def run(config: RunConfig, *, listener: Listener | None = None) -> list[ResultRecord]:
-    """Convenience: build a :class:`Runner` and run it."""
+    """Build a :class:`Runner` (arguments as there) and run it; returns every record."""
     return await Runner(config, listener=listener).run()

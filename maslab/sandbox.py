@@ -138,7 +138,14 @@ async def arun_python(
     stdin: str | None = None,
     files: Mapping[str, str] | None = None,
 ) -> SandboxResult:
-    """Run ``code`` as a script in the sandbox, ``files`` (relative path: text) in its cwd."""
+    """Run ``code`` as a script in the sandbox; how it ended, with its output.
+
+    Args:
+        code: The Python program.
+        limits: Time, memory, output, file and process limits.
+        stdin: Text on the program's standard input; None for none.
+        files: Extra files in its working directory: relative path -> text.
+    """
     isolation = _isolation()
     with (
         tempfile.TemporaryDirectory(prefix="maslab-sandbox-") as tmp,

@@ -81,7 +81,15 @@ def bootstrap_ci(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic``; the same ``seed`` gives the same interval."""
+    """Percentile bootstrap interval of ``statistic``; the same ``seed`` gives the same interval.
+
+    Args:
+        values: The sample (one value per unit of analysis: per task).
+        statistic: Computed on each resample.
+        n_resamples: How many resamples.
+        confidence: The interval's coverage.
+        seed: Seeds the resampling.
+    """
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("bootstrap_ci() needs at least one value")
@@ -256,8 +264,11 @@ def summarize(
 ) -> Summary:
     """Summarize one run's records (one per task and repeat).
 
-    ``superseded`` are errored attempts that a resume replaced: they count only toward
-    ``total_served_tokens``.
+    Args:
+        records: The run's results (:meth:`RunStore.results`).
+        superseded: Errored attempts that a resume replaced: they count only toward
+            ``total_served_tokens``.
+        confidence: The coverage of the accuracy interval.
     """
     n = len(records)
     outcomes = _by_task(records)

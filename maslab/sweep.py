@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from maslab import defaults
 from maslab.benchmark import get_benchmark
 from maslab.config_files import load_yaml
 from maslab.context import check_sampling
@@ -35,7 +36,7 @@ from maslab.llm.endpoints import load_endpoints
 from maslab.llm.registry import check_model
 from maslab.method import get_method
 from maslab.paths import default_response_cache
-from maslab.runner import DEFAULT_SAMPLING, RunConfig
+from maslab.runner import RunConfig
 
 
 def unused_judge(option: str, evaluators: Iterable[str]) -> ConfigError:
@@ -81,7 +82,7 @@ class BenchmarkCell(BaseModel):
     name: str
     options: dict[str, Any] = Field(default_factory=dict)
     data: str | None = None
-    split: str = "test"
+    split: str = defaults.SPLIT
     limit: int | None = Field(None, ge=1)
 
     @field_validator("name")
@@ -102,10 +103,10 @@ class Sweep(BaseModel):
     methods: list[MethodCell] = Field(min_length=1)
     benchmarks: list[BenchmarkCell] = Field(min_length=1)
     limit: int | None = Field(None, ge=1)
-    repeats: int = Field(1, ge=1)
-    seed: int = 0
-    concurrency: int = Field(32, ge=1)
-    sampling: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_SAMPLING))
+    repeats: int = Field(defaults.REPEATS, ge=1)
+    seed: int = defaults.SEED
+    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
+    sampling: dict[str, Any] = Field(default_factory=lambda: dict(defaults.SAMPLING))
     evaluator: str | None = None
     judge_model: str | None = None
     cache: str | bool = True

@@ -138,9 +138,16 @@ class Topology:
 
         The order never depends on which concurrent call finished first (the transcript's
         order does), so prompts built from it are the same on every run. A message is visible
-        when a predecessor (or ``agent`` itself, if ``include_self``) sent it,
-        it is addressed to ``agent``, and its round is ``round - 1`` ("previous"), ``round``
-        ("current", for within-round edges) or anything before ``round`` ("history").
+        when a predecessor of ``agent`` sent it, it is addressed to ``agent``, and its round is
+        in the window.
+
+        Args:
+            agent: The reader.
+            transcript: The sample's messages (``ctx.transcript``).
+            round: The round the reader is about to speak in.
+            rounds: The window: ``round - 1`` ("previous"), ``round`` ("current", for edges
+                within a round) or every round before ``round`` ("history").
+            include_self: Count ``agent``'s own messages too.
         """
         senders = set(self.predecessors(agent))
         if include_self:

