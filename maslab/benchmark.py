@@ -19,9 +19,6 @@ from maslab import defaults
 from maslab.answers import AnswerType, normalize_answer
 from maslab.context import derive_seed
 from maslab.data import HubSource, Record, check_fields, dataset_hash, make_tasks, resolve_source
-from maslab.data import data_path as data_path  # maslab.cli reads these three here, for now
-from maslab.data import fetch as fetch
-from maslab.data import import_file as import_file
 from maslab.errors import ConfigError
 from maslab.registry import Registry
 from maslab.task import Task

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from maslab import defaults
 from maslab.cli.console import console
 from maslab.errors import ConfigError
 from maslab.paths import default_response_cache
@@ -52,7 +53,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_data(args: argparse.Namespace) -> int:
-    from maslab import benchmark
+    from maslab import data
 
     name = args.benchmark
     if args.action != "import" and args.file is not None:
@@ -61,13 +62,13 @@ def cmd_data(args: argparse.Namespace) -> int:
             f"`maslab data import {name} {args.file}`"
         )
     if args.action == "fetch":
-        path = benchmark.fetch(name, args.split)
+        path = data.fetch(name, args.split)
     elif args.action == "import":
         if args.file is None:
             raise ConfigError(f"maslab data import needs a FILE: maslab data import {name} FILE")
-        path = benchmark.import_file(name, args.file, args.split)
+        path = data.import_file(name, args.file, args.split)
     else:
-        path = benchmark.data_path(name, args.split)
+        path = data.data_path(name, args.split)
         if not path.is_file():
             print(f"maslab: {_no_data_file(name, args.split, path)}", file=sys.stderr)
             return 1
@@ -82,7 +83,7 @@ def _no_data_file(name: str, split: str, path: Path) -> str:
     bench = get_benchmark(name)()
     if split in bench.splits and bench.packaged_records(split) is not None:
         return f"{name} {split} data is built in, with no file: {bench.source(split)}"
-    option = f" --split {split}" if split != "test" else ""
+    option = f" --split {split}" if split != defaults.SPLIT else ""
     ways = [f"`maslab data import {name} FILE{option}`"]
     if bench.hub is not None and split in bench.splits:
         ways.insert(0, f"`maslab data fetch {name}{option}`")
@@ -120,7 +121,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("action", choices=["fetch", "import", "path"])
     p.add_argument("benchmark")
     p.add_argument("file", nargs="?", type=Path, help="the data file to import")
-    p.add_argument("--split", default="test")
+    p.add_argument("--split", default=defaults.SPLIT)
     p.set_defaults(func=cmd_data)
 
     p = sub.add_parser("cache", help="response cache statistics or clearing")

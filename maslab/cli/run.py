@@ -14,15 +14,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from rich.markup import escape
 
+from maslab import defaults
 from maslab.cli.console import COUNT, RunStopped, console, number
+from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
 from maslab.errors import ConfigError, MaslabError
-from maslab.llm.local import DEMO_MODEL
 from maslab.paths import default_response_cache
 
 if TYPE_CHECKING:
     from maslab.results import RunStore
-
-DEMO_MAX_TOKENS = 256
 
 
 def _slug(text: str) -> str:
@@ -59,7 +58,7 @@ def run_config(args: argparse.Namespace) -> Any:
             "--model 'openai:<name>@http://host:port/v1', or --endpoints FILE[/]"
         )
     if args.max_tokens is None:  # the demo model is slow and rambles: keep its answers short
-        args.max_tokens = DEMO_MAX_TOKENS if args.model == DEMO_MODEL else 2048
+        args.max_tokens = DEMO_MAX_TOKENS if args.model == DEMO_MODEL else defaults.MAX_TOKENS
     method_cls = get_method(args.method)
     method_config = apply_overrides(
         method_cls.Config().model_dump(mode="json"), args.config, f"{args.method} --config"
@@ -199,17 +198,23 @@ def run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmark", required=True)
     p.add_argument("--model", help=f"model spec, e.g. openai:gpt-4o-mini (default {DEMO_MODEL})")
     p.add_argument("--endpoints", type=Path, help="endpoints YAML file")
-    p.add_argument("--split", default="test")
+    p.add_argument("--split", default=defaults.SPLIT)
     p.add_argument("--data", type=Path, help="local data file (JSON, JSONL, Parquet)")
     p.add_argument("--limit", type=COUNT)
     p.add_argument(
         "--shuffle", action="store_true", help="shuffle tasks with --seed before --limit"
     )
     p.add_argument(
-        "--repeats", "--epochs", type=COUNT, default=1, help="independent attempts per task"
+        "--repeats",
+        "--epochs",
+        type=COUNT,
+        default=defaults.REPEATS,
+        help="independent attempts per task",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--concurrency", type=COUNT, default=32, help="model calls in flight")
+    p.add_argument("--seed", type=int, default=defaults.SEED)
+    p.add_argument(
+        "--concurrency", type=COUNT, default=defaults.CONCURRENCY, help="model calls in flight"
+    )
     p.add_argument(
         "--config",
         action="append",
@@ -218,9 +223,13 @@ def run_options(p: argparse.ArgumentParser) -> None:
         help="method config override, e.g. agents=5 or agents.0.model=openai:gpt-4o",
     )
     p.add_argument("--bench-option", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--temperature", type=number(float, 0, 2), default=0.5, help="0 to 2")
     p.add_argument(
-        "--max-tokens", type=COUNT, help="per model call (default 2048; 256 for the demo model)"
+        "--temperature", type=number(float, 0, 2), default=defaults.TEMPERATURE, help="0 to 2"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=COUNT,
+        help=f"per model call (default {defaults.MAX_TOKENS}; {DEMO_MAX_TOKENS} for the demo)",
     )
     p.add_argument("--evaluator")
     p.add_argument("--judge-model", help="model spec for the llm_judge evaluator")

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from maslab.defaults import DEMO_MODEL as DEMO_MODEL  # maslab.cli imports it from here, for now
 from maslab.errors import ConfigError, LLMError
 from maslab.llm.openai_compat import completion_from_payload
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion
