@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from maslab.llm.types import ChatMessage, ChatModel
 from maslab.messages import Message
+from maslab.roles import agent_settings
 
 if TYPE_CHECKING:
     from maslab.context import Context
@@ -14,9 +15,11 @@ if TYPE_CHECKING:
 class Agent:
     """An LLM agent of one sample. Every call goes through the sample's :class:`Context`.
 
-    ``model`` may differ between agents of one method (a spec string or a model handle;
-    ``None`` is the run's model). Extra keyword arguments are sampling parameters
-    (``temperature``, ``max_tokens``, ...) that override the run's for this agent.
+    ``role`` is the agent's part in the method (``None``: its name is its role). ``model`` may
+    differ between agents of one method (a spec string or a model handle; ``None`` is the run's
+    model). Extra keyword arguments are sampling parameters (``temperature``, ``max_tokens``,
+    ...) that override the run's for this agent. The context's model roles override both, for
+    the agent's role and then its name (:func:`maslab.roles.agent_settings`).
     """
 
     def __init__(
@@ -31,9 +34,10 @@ class Agent:
     ) -> None:
         self.ctx = ctx
         self.name = name
-        self.role = role
-        self.model = ctx.resolve(model)
-        self.sampling = sampling
+        self.role = role or name
+        settings = agent_settings(ctx.model_roles, name, role, {"model": model, **sampling})
+        self.model = ctx.resolve(settings.pop("model"))
+        self.sampling = settings
         self.history: list[ChatMessage] = [{"role": "system", "content": system}] if system else []
 
     async def reply(

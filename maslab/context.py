@@ -25,6 +25,7 @@ from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
 from maslab.llm.registry import ModelPool
 from maslab.llm.types import ChatMessage, ChatModel, ChatRequest, Completion, make_request
 from maslab.messages import Message, Transcript
+from maslab.roles import check_model_roles, role_models
 from maslab.secrets import redact
 from maslab.task import Solution
 
@@ -98,9 +99,11 @@ class Context:
         seed: int = 0,
         budget: Budget | None = None,
         sampling: Mapping[str, Any] | None = None,
+        model_roles: Mapping[str, Any] | None = None,
         gate: asyncio.Semaphore | None = None,
     ) -> None:
-        """``gate`` caps model calls in flight across every sample that shares it."""
+        """``model_roles`` gives agents other models than ``model`` (see :mod:`maslab.roles`);
+        ``gate`` caps model calls in flight across every sample that shares it."""
         if not isinstance(model, str) and not callable(getattr(model, "complete", None)):
             _wrong("model", model, "a model spec like 'openai:gpt-4o-mini' or a ChatModel")
         for name, value, kind, expected in (
@@ -118,6 +121,9 @@ class Context:
         self.sampling = check_sampling(sampling)
         self.models = models or ModelPool()
         self.model = self.resolve(model)
+        self.model_roles = check_model_roles(model_roles)
+        for spec in role_models(self.model_roles):
+            self.resolve(spec)  # a bad spec or a missing key fails here, before any call
         self.sample_id = sample_id
         self.repeat = repeat
         self.seed = seed

@@ -34,6 +34,9 @@ LLM calls: pool (1 per domain and method instance, 0 when cached) + selector (1 
 0 for "learned") + R·Σ|roles of the selected groups| + 1 decision. ``optimize`` costs
 ``train_epochs`` · Σ_tasks (R·Σ|roles| + 1) calls (plus the pool call if needed).
 
+Model roles: ``pool_builder``, ``selector``, ``member`` (every group member, whatever its role in
+its group: the members are only known once the pool is built) and ``aggregator`` (the decision).
+
 Budget stop: the majority vote over every agent's latest output after the last complete layer
 (the decision node's reading, without its call); ties go to the agent furthest downstream.
 
@@ -110,6 +113,8 @@ EVALUATOR_BY_ANSWER_TYPE = {
 @register_method("goagent")
 class GoAgent(Method):
     """Select and connect candidate groups of agents, run them for R rounds, then decide."""
+
+    roles = ("pool_builder", "selector", "member", "aggregator")
 
     class Config(MethodConfig):
         domain: str | None = None  # None: task.metadata["domain"], else from the answer type
@@ -219,7 +224,7 @@ class GoAgent(Method):
                 name,
                 system=f"You are the {roles[name]} of the group '{topology.group_of(name)}' in "
                 "a team of AI agents solving a task together.",
-                role=roles[name],
+                role="member",
             )
             for name in topology.nodes
         }
