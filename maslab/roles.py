@@ -79,6 +79,15 @@ def parse_model_roles(items: Iterable[str]) -> dict[str, dict[str, Any]]:
     return roles
 
 
+def describe_model_roles(model_roles: Mapping[str, Mapping[str, Any]]) -> str:
+    """'judge=openai:gpt-4o, judge.temperature=0': model roles as ``--model-role`` writes them."""
+    return ", ".join(
+        f"{name}={value}" if field == "model" else f"{name}.{field}={value}"
+        for name, entry in model_roles.items()
+        for field, value in entry.items()
+    )
+
+
 def role_models(model_roles: ModelRoles) -> list[str]:
     """The model specs ``model_roles`` names, each once, in order."""
     return list(dict.fromkeys(e["model"] for e in model_roles.values() if "model" in e))

@@ -154,6 +154,8 @@ def _print_summary(label: str, records: Sequence[Any], store: RunStore) -> None:
         f"({s.correct} of {s.n} samples correct, {s.unparsed} unparsed, "
         f"{s.errors} errors, {s.budget_stopped} stopped by budget)"
     )
+    if by_model := s.describe_models():
+        console.print(f"  per sample by model: {escape(by_model)}")
     if repeats := s.describe_repeats():
         console.print(f"  repeats: {repeats}")
     if errors := s.describe_errors():
