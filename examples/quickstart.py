@@ -26,7 +26,7 @@ def main() -> None:
         print(f"{task.id}: gold {task.gold}, votes {outcome.solution.metadata['votes']}")
         print(f"  {usage.calls} calls, {usage.prompt_tokens} prompt + "
               f"{usage.completion_tokens} completion tokens")  # fmt: skip
-        print(f"  agent_1 said: {outcome.context.transcript.messages[-3].content[:100]!r}")
+        print(f"  debater_1 said: {outcome.context.transcript.messages[-3].content[:100]!r}")
 
 
 if __name__ == "__main__":

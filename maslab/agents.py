@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from maslab.llm.types import ChatMessage, ChatModel
 from maslab.messages import Message
+from maslab.roles import agent_settings
 
 if TYPE_CHECKING:
     from maslab.context import Context
@@ -15,13 +16,16 @@ class Agent:
     """An LLM agent of one sample. Every call goes through the sample's :class:`Context`.
 
     Agents of one method may use different models and sampling (heterogeneous teams). Methods
-    make agents with ``ctx.agent(name, ...)``, which takes the same keywords.
+    make agents with ``ctx.agent(name, ...)``, which takes the same keywords. The context's
+    model roles override ``model`` and ``sampling``, for the agent's role and then its name
+    (:func:`maslab.roles.agent_settings`).
 
     Args:
         ctx: The sample's context.
         name: Unique within the sample: the sender of its messages, and its random stream.
         system: The system prompt, the first turn of its history; None for none.
-        role: A label for the method's own use (``"critic"``, a persona); never sent.
+        role: The agent's part in the method (``"critic"``, ``"debater"``), which model roles
+            name; None: its name is its role. Never sent.
         model: A spec or a handle; None is the run's model.
         **sampling: Sampling parameters (``temperature``, ``max_tokens``, ...) that override
             the run's for every call of this agent.
@@ -39,9 +43,10 @@ class Agent:
     ) -> None:
         self.ctx = ctx
         self.name = name
-        self.role = role
-        self.model = ctx.resolve(model)
-        self.sampling = sampling
+        self.role = role or name
+        settings = agent_settings(ctx.model_roles, name, role, {"model": model, **sampling})
+        self.model = ctx.resolve(settings.pop("model"))
+        self.sampling = settings
         self.history: list[ChatMessage] = [{"role": "system", "content": system}] if system else []
 
     async def reply(

@@ -26,6 +26,7 @@ from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
 from maslab.llm.registry import ModelPool
 from maslab.llm.types import ChatMessage, ChatModel, ChatRequest, Completion, make_request
 from maslab.messages import Message, Transcript
+from maslab.roles import check_model_roles, role_models
 from maslab.secrets import redact
 from maslab.task import Solution
 
@@ -99,6 +100,7 @@ class Context:
         seed: int = defaults.SEED,
         budget: Budget | None = None,
         sampling: Mapping[str, Any] | None = None,
+        model_roles: Mapping[str, Any] | None = None,
         gate: asyncio.Semaphore | None = None,
     ) -> None:
         """Check the arguments and open the sample's ledger, transcript and random stream.
@@ -115,6 +117,8 @@ class Context:
             sampling: Sampling parameters of every call (``temperature``, ``max_tokens``, ...);
                 a call's own keywords override them. None: the model's defaults.
             gate: Caps the model calls in flight across every sample that shares it.
+            model_roles: Role or agent name -> model spec (or ``{model, temperature}``), giving
+                agents other models than ``model`` (see :mod:`maslab.roles`).
 
         Raises:
             ConfigError: An argument of the wrong type, or an unknown sampling parameter.
@@ -136,6 +140,9 @@ class Context:
         self.sampling = check_sampling(sampling)
         self.models = models or ModelPool()
         self.model = self.resolve(model)
+        self.model_roles = check_model_roles(model_roles)
+        for spec in role_models(self.model_roles):
+            self.resolve(spec)  # a bad spec or a missing key fails here, before any call
         self.sample_id = sample_id
         self.repeat = repeat
         self.seed = seed

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from maslab.config_files import validation_message
 from maslab.context import Context
@@ -22,6 +22,7 @@ from maslab.errors import BudgetExceeded, ConfigError
 from maslab.llm.ledger import UsageTotals
 from maslab.llm.types import ChatModel
 from maslab.registry import Registry
+from maslab.roles import ModelRoles, check_model_roles, check_role_names
 from maslab.task import Solution, Task
 
 
@@ -29,42 +30,6 @@ class MethodConfig(BaseModel):
     """Base of every method's configuration: unknown keys are errors, not silently ignored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def agent_models(self) -> list[str]:
-        """The model specs this config gives its agents (those without one use the run's)."""
-        found: list[str] = []
-
-        def walk(value: object) -> None:
-            if isinstance(value, AgentSpec):
-                found.extend([value.model] if value.model else [])
-            elif isinstance(value, BaseModel):
-                for name in type(value).model_fields:
-                    walk(getattr(value, name))
-            elif isinstance(value, (list, tuple)):
-                for item in value:
-                    walk(item)
-            elif isinstance(value, Mapping):
-                for item in value.values():
-                    walk(item)
-
-        walk(self)
-        return found
-
-
-class AgentSpec(BaseModel):
-    """One agent's settings inside a method config (``agents.0.model=openai:gpt-4o``).
-
-    ``model=None`` means the run's model; unset sampling fields keep the run's values.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str | None = None
-    temperature: float | None = Field(None, ge=0, le=2)
-
-    def options(self) -> dict[str, Any]:
-        """Keyword arguments for :meth:`Context.agent`."""
-        return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
 class Method:
@@ -88,6 +53,7 @@ class Method:
         from pydantic import Field
 
         from maslab import Context, Method, MethodConfig, Solution, Task, Topology, register_method
+        from maslab.roles import numbered
         from maslab.testing import ScriptedModel
 
 
@@ -95,13 +61,18 @@ class Method:
         class SolveThenJudge(Method):
             # A real method's docstring cites its paper (title, arXiv id) and its deviations.
 
+            roles = ("solver", "judge")  # what model roles may name, e.g. --model-role judge=...
+
             class Config(MethodConfig):  # defaults from the paper; unknown keys are errors
                 solvers: int = Field(2, ge=1)
 
+            def agent_names(self) -> tuple[str, ...]:  # solver_1, solver_2: each reachable by name
+                return numbered("solver", self.config.solvers)
+
             async def solve(self, task: Task, ctx: Context) -> Solution:
-                names = [f"solver_{i}" for i in range(1, self.config.solvers + 1)]
+                names = self.agent_names()
                 ctx.topology = Topology.star("judge", names, direction="in")
-                solvers = [ctx.agent(name, system="Solve step by step.") for name in names]
+                solvers = [ctx.agent(n, role="solver", system="Solve step by step.") for n in names]
                 drafts = await asyncio.gather(*(s.reply(task.prompt(), round=0) for s in solvers))
                 ctx.propose(drafts[0].content)  # what a budget stop from here on scores
                 seen = ctx.topology.visible_messages("judge", ctx.transcript, round=1)
@@ -119,6 +90,8 @@ class Method:
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[MethodConfig]] = MethodConfig
+    roles: ClassVar[tuple[str, ...]] = ()
+    """The roles of the method's agents: the keys of model roles (see :mod:`maslab.roles`)."""
 
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
@@ -143,6 +116,17 @@ class Method:
             self.config = self.Config.model_validate({**(config or {}), **overrides})
         except ValidationError as exc:
             raise ConfigError(validation_message(exc, what)) from None
+
+    def agent_names(self) -> tuple[str, ...]:
+        """The agents model roles may name besides the roles (this config's ``debater_1``, ...);
+        an agent named after its role, or named only at run time, is reached by its role."""
+        return ()
+
+    def check_model_roles(self, model_roles: Mapping[str, Any] | None) -> ModelRoles:
+        """``model_roles`` normalised; a one-line error for a key that names no role or agent."""
+        checked = check_model_roles(model_roles)
+        check_role_names(checked, self.name or type(self).__name__, self.roles, self.agent_names())
+        return checked
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         """Solve ``task`` with model calls through ``ctx``; the solution's answer is scored."""
@@ -173,30 +157,45 @@ class Method:
         """Learn from ``tasks`` (a validation split). Most methods have nothing to learn."""
 
     async def arun(
-        self, task: Task | str, model: ChatModel | str = DEMO_MODEL, **context: Any
+        self,
+        task: Task | str,
+        model: ChatModel | str = DEMO_MODEL,
+        *,
+        model_roles: Mapping[str, Any] | None = None,
+        **context: Any,
     ) -> Outcome:
         """Solve one task on ``model`` in a context of its own; ``await`` it in notebooks.
 
         Args:
             task: A task, or a bare question (a task with id ``"question"``).
             model: A spec or a handle; the embedded offline demo model by default.
+            model_roles: Puts roles or agents on other models (``{"judge": "openai:gpt-4o"}``,
+                see :mod:`maslab.roles`).
             **context: Keyword arguments of :class:`Context` (``sampling``, ``budget``, ``seed``,
                 ...).
         """
         if isinstance(task, str):
             task = Task(id="question", question=task)
-        ctx = Context(model, sample_id=task.id, **context)
+        roles = self.check_model_roles(model_roles)
+        ctx = Context(model, sample_id=task.id, model_roles=roles, **context)
         try:
             return Outcome(await self.run_sample(task, ctx), ctx)
         finally:
             await ctx.models.aclose()
 
-    def run(self, task: Task | str, model: ChatModel | str = DEMO_MODEL, **context: Any) -> Outcome:
+    def run(
+        self,
+        task: Task | str,
+        model: ChatModel | str = DEMO_MODEL,
+        *,
+        model_roles: Mapping[str, Any] | None = None,
+        **context: Any,
+    ) -> Outcome:
         """The blocking form of :meth:`arun`, for plain scripts."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(task, model, **context))
+            return asyncio.run(self.arun(task, model, model_roles=model_roles, **context))
         raise RuntimeError("an event loop is running (a notebook?): use `await method.arun(...)`")
 
     def __repr__(self) -> str:

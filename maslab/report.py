@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from maslab.results import Key, Manifest, ResultRecord, RunStore
+from maslab.roles import describe_model_roles
 from maslab.secrets import redact
 from maslab.stats import Summary, summarize
 from maslab.topology import Topology
@@ -216,7 +217,7 @@ def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
         cells = (
             f'<a href="#{run.anchor}">{escape(m.method)}</a>',
             escape(m.benchmark),
-            escape(m.model),
+            escape(_models(m)),
             s.n,
             _accuracy(s),
             s.unparsed,
@@ -298,7 +299,13 @@ def _record(record: ResultRecord, trace: Mapping[str, Any]) -> str:
     )
 
 
-def _section(run: _Run, max_tasks: int) -> str:
+def _models(manifest: Manifest) -> str:
+    """The run's model, and its model roles if it has any."""
+    roles = describe_model_roles(manifest.model_roles)
+    return f"{manifest.model} ({roles})" if roles else manifest.model
+
+
+def _section(run: _Run, max_tasks: int, prices: Prices | None) -> str:
     m, s = run.manifest, run.summary
     tasks = list(dict.fromkeys(r.task_id for r in run.records))
     shown = set(tasks[:max_tasks])
@@ -312,6 +319,8 @@ def _section(run: _Run, max_tasks: int) -> str:
         f"{s.total_served_tokens:,} tokens served in all (scoring and superseded attempts "
         f"included)",
     ]
+    if by_model := s.describe_models(prices):
+        about.append(f"per sample by model: {by_model}")
     if repeats := s.describe_repeats():
         about.append(repeats)
     if errors := s.describe_errors():
@@ -320,7 +329,7 @@ def _section(run: _Run, max_tasks: int) -> str:
         about.append(f"showing the first {max_tasks} of {len(tasks)} tasks")
     return (
         f'<section id="{run.anchor}"><h2>{escape(m.method)} · {escape(m.benchmark)} '
-        f"({escape(m.split)}) · {escape(m.model)}</h2>"
+        f"({escape(m.split)}) · {escape(_models(m))}</h2>"
         f'<p class="muted">{escape(" · ".join(about))}<br>'
         f"<code>{escape(str(run.directory))}</code> · evaluator {escape(m.evaluator)}</p>"
         f"{body}</section>"
@@ -350,7 +359,7 @@ def build_report(
         f"<title>maslab report</title><style>{_CSS}</style></head><body>"
         f'<h1>maslab report</h1><p class="muted">{len(runs)} runs</p>'
         f"<h2>Leaderboard</h2>{_leaderboard(runs, prices)}{_plot(runs)}"
-        f"{''.join(_section(run, max_tasks) for run in runs)}</body></html>"
+        f"{''.join(_section(run, max_tasks, prices) for run in runs)}</body></html>"
     )
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)

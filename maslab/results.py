@@ -101,6 +101,7 @@ class Manifest(BaseModel):
     tasks: int = 0
     task_ids: list[str] | None = None
     model: str
+    model_roles: dict[str, Any] = Field(default_factory=dict)
     sampling: dict[str, Any] = Field(default_factory=dict)
     repeats: int = defaults.REPEATS
     evaluator: str
@@ -112,7 +113,7 @@ class Manifest(BaseModel):
 
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "method", "method_config", "benchmark", "split", "seed", "dataset_hash", "model",
-        "sampling", "evaluator", "budget",
+        "model_roles", "sampling", "evaluator", "budget",
     )  # fmt: skip
 
     def identity(self) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from maslab.evaluation import Evaluator, get_evaluator
 from maslab.llm.registry import ModelPool
 from maslab.method import Method, get_method
 from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.roles import ModelRoles, check_model_roles, role_models
 from maslab.sandbox import protections, require_isolation
 from maslab.task import Task
 
@@ -93,6 +94,8 @@ class RunConfig(BaseModel):
     shuffle: bool = False
     data: str | None = None
     model: str
+    model_roles: dict[str, Any] = Field(default_factory=dict)
+    """Roles and agents on other models than ``model`` (see :mod:`maslab.roles`)."""
     endpoints: str | None = None
     sampling: dict[str, Any] = Field(default_factory=lambda: dict(defaults.SAMPLING))
     repeats: int = Field(defaults.REPEATS, ge=1)
@@ -112,6 +115,11 @@ class RunConfig(BaseModel):
     def _sampling(cls, value: dict[str, Any]) -> dict[str, Any]:
         return check_sampling(value, what="")
 
+    @field_validator("model_roles")
+    @classmethod
+    def _model_roles(cls, value: dict[str, Any]) -> ModelRoles:
+        return check_model_roles(value)
+
     def budget(self) -> Budget:
         return Budget(self.max_calls, self.max_tokens, self.max_seconds)
 
@@ -129,7 +137,7 @@ def _git_commit() -> str | None:
 
 _MANIFEST_FIELDS = {
     "method", "method_config", "benchmark", "benchmark_options", "split", "limit", "seed", "data",
-    "model", "sampling", "repeats",
+    "model", "model_roles", "sampling", "repeats",
 }  # fmt: skip
 
 
@@ -175,6 +183,7 @@ class Runner:
         self.dataset_hash = self.benchmark.dataset_hash(every)
         self.tasks = every[: config.limit]
         self.method: Method = get_method(config.method)(config.method_config)
+        self.method.check_model_roles(config.model_roles)
         self.evaluator_name = config.evaluator or self.benchmark.evaluator
         self.models = ModelPool(endpoints=config.endpoints, cache=config.cache)
         options = dict(config.evaluator_options)
@@ -184,7 +193,8 @@ class Runner:
         if config.strict_sandbox:
             require_isolation()  # refuse before anything runs where code cannot be contained
         self._check_golds()
-        self.models.get(config.model)  # a bad spec or a missing key fails here, not per sample
+        for spec in (config.model, *role_models(config.model_roles)):
+            self.models.get(spec)  # a bad spec or a missing key fails here, not per sample
         self.store = RunStore(config.out)
         self.todo: list[tuple[Task, int]] | None = None
         self.manifest = _manifest(config, self.tasks, self.dataset_hash, self.evaluator_name)
@@ -242,6 +252,7 @@ class Runner:
                 seed=config.seed,
                 budget=config.budget(),
                 sampling=config.sampling,
+                model_roles=config.model_roles,
                 gate=calls,
             )
             started = time.monotonic()

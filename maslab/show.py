@@ -7,6 +7,7 @@ inside their panels and cells instead of being cut there.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,10 +16,15 @@ from rich.table import Column, Table
 
 from maslab.errors import ConfigError
 from maslab.results import RunStore
+from maslab.roles import describe_model_roles
 from maslab.stats import summarize
 
 
-def show_run(store: RunStore, console: Console) -> None:
+def show_run(
+    store: RunStore, console: Console, prices: Mapping[str, tuple[float, float]] | None = None
+) -> None:
+    """The run's summary and one row per sample; ``prices`` (model -> USD per 1M prompt and
+    completion tokens) adds the cost per sample, each model at its own price."""
     manifest = store.manifest()
     records = sorted(store.results(), key=lambda r: (r.task_id, r.repeat))
     s = summarize(records, superseded=store.superseded())
@@ -28,6 +34,15 @@ def show_run(store: RunStore, console: Console) -> None:
         f"{s.mean_tokens:,.0f} tokens per sample ({s.mean_spent_tokens:,.0f} newly "
         f"spent) · {s.total_served_tokens:,} served in all"
     )
+    if manifest.model_roles:
+        console.print(f"model roles: {escape(describe_model_roles(manifest.model_roles))}")
+    if by_model := s.describe_models(prices):
+        console.print(f"per sample by model: {escape(by_model)}")
+    if prices:
+        cost = s.cost(prices)
+        console.print(
+            "cost: a model used has no price" if cost is None else f"cost ${cost:.4f} per sample"
+        )
     if repeats := s.describe_repeats():
         console.print(repeats)
     if errors := s.describe_errors():

@@ -227,20 +227,38 @@ class Summary:
             shown.append(f"{rest} more of {len(self.error_causes) - limit} other causes")
         return "; ".join(shown)
 
+    def model_costs(self, prices: Mapping[str, tuple[float, float]]) -> dict[str, float]:
+        """Mean USD per record of each model that ``prices`` prices, at its own (prompt,
+        completion) USD per 1M tokens."""
+        return {
+            model: (prompt * prices[model][0] + completion * prices[model][1]) / 1e6
+            for model, (prompt, completion) in self.consumed_by_model.items()
+            if model in prices
+        }
+
     def cost(self, prices: Mapping[str, tuple[float, float]]) -> float | None:
-        """Mean USD per record, each model at its own (prompt, completion) USD per 1M tokens.
+        """Mean USD per record, each model at its own price (see :meth:`model_costs`).
 
         None when a model used has no price, or tokens were recorded without a per-model split.
         """
         if not self.consumed_by_model and self.mean_tokens:
             return None
-        if any(model not in prices for model in self.consumed_by_model):
+        costs = self.model_costs(prices)
+        return sum(costs.values()) if len(costs) == len(self.consumed_by_model) else None
+
+    def describe_models(
+        self, prices: Mapping[str, tuple[float, float]] | None = None
+    ) -> str | None:
+        """'openai:a 1,234 tokens ($0.0021), openai:b 56 tokens': each model's tokens used per
+        record, and its cost where ``prices`` has its price; None with fewer than two models."""
+        if len(self.consumed_by_model) < 2:
             return None
-        per_million = sum(
-            prompt * prices[model][0] + completion * prices[model][1]
+        costs = self.model_costs(prices or {})
+        return ", ".join(
+            f"{model} {prompt + completion:,.0f} tokens"
+            + (f" (${costs[model]:.4f})" if model in costs else "")
             for model, (prompt, completion) in self.consumed_by_model.items()
         )
-        return per_million / 1e6
 
     def pass_at(self, k: int) -> float:
         """pass@k averaged over tasks."""

@@ -5,6 +5,7 @@ models: [openai:gpt-4o-mini, "openai:qwen@http://localhost:8000/v1"]
 methods:
   - vanilla
   - {name: llm_debate, config: {agents: 3, rounds: 2}, label: debate-3x2}
+  - {name: mad, model_roles: {judge: openai:gpt-4o}, label: mad-gpt4o-judge}
 benchmarks:
   - gsm8k
   - {name: arith, options: {difficulty: 4}}
@@ -36,6 +37,7 @@ from maslab.llm.endpoints import load_endpoints
 from maslab.llm.registry import check_model
 from maslab.method import get_method
 from maslab.paths import default_response_cache
+from maslab.roles import role_models
 from maslab.runner import RunConfig
 
 
@@ -68,11 +70,13 @@ class MethodCell(BaseModel):
 
     name: str
     config: dict[str, Any] = Field(default_factory=dict)
+    model_roles: dict[str, Any] = Field(default_factory=dict)
     label: str | None = None
 
     @model_validator(mode="after")
     def _known(self) -> MethodCell:
-        get_method(self.name)(self.config)  # unknown names and bad configs: one-line errors
+        method = get_method(self.name)(self.config)  # unknown names, bad configs: one line
+        self.model_roles = method.check_model_roles(self.model_roles)
         return self
 
 
@@ -142,9 +146,9 @@ class Sweep(BaseModel):
 
     @field_validator("methods")
     @classmethod
-    def _agent_models(cls, methods: list[MethodCell], info: ValidationInfo) -> list[MethodCell]:
+    def _role_models(cls, methods: list[MethodCell], info: ValidationInfo) -> list[MethodCell]:
         for cell in methods:
-            for spec in get_method(cell.name)(cell.config).config.agent_models():
+            for spec in role_models(cell.model_roles):
                 check_model(spec, info.data.get("endpoints"))
         return methods
 
@@ -188,6 +192,7 @@ class Sweep(BaseModel):
                     limit=bench.limit or self.limit,
                     data=bench.data,
                     model=model,
+                    model_roles=method.model_roles,
                     endpoints=self.endpoints,
                     sampling=self.sampling,
                     repeats=self.repeats,

@@ -2,7 +2,7 @@
 
 Davidson, Fourney, Amershi, West, Horvitz, Kamar. "The Collaboration Gap". arXiv:2511.02687.
 
-Algorithm (``mode="pair"``; T = ``turn_cap``; agents[0] speaks first):
+Algorithm (``mode="pair"``; T = ``turn_cap``; agent_1 speaks first):
 
 1. Each agent gets the relay system prompt and, as its first user turn, the game rules with its
    own partial map of the collab_maze task; it never sees the other map.
@@ -22,6 +22,9 @@ Algorithm (``mode="pair"``; T = ``turn_cap``; agents[0] speaks first):
 Baselines: ``solo_full`` (one agent, ``task.prompt()``: rules and the full maze) and
 ``solo_distributed`` (one agent, both partial maps shown separately). The agent answers with a
 route, then one critic step has it review and resubmit the route (the paper's extra step).
+
+Model roles: ``agent`` (both agents, or the solo one); by name ``agent_1``, ``agent_2`` (pair)
+or ``solo``, e.g. ``--model-role agent_1=openai:gpt-4o`` for a mixed pair.
 
 LLM calls: pair <= T (default 50); solo 2. The paper's extra grader call belongs to the
 evaluator here (0 calls, or 2 with a judge model).
@@ -51,12 +54,15 @@ from maslab.benchmarks.collab_maze import LEGEND, Maze, format_route, maze_of
 from maslab.context import Context
 from maslab.errors import BudgetExceeded
 from maslab.evaluators.collab_maze import parse_route
-from maslab.method import AgentSpec, Method, MethodConfig, register_method
+from maslab.method import Method, MethodConfig, register_method
+from maslab.roles import numbered
 from maslab.task import Solution, Task
 from maslab.topology import Topology
 
 COMPLETION_PHRASE = "ACTI!"
-NAMES = ("agent_1", "agent_2")
+ROLE = "agent"  # the model role of every agent, in the pair and alone
+NAMES = numbered(ROLE, 2)
+SOLO = "solo"
 
 RELAY_SYSTEM = (
     "You are talking with another AI agent. A user passes the messages between the two of you "
@@ -108,13 +114,14 @@ def move_lines(text: str) -> list[str]:
 class MazeGame:
     """The pair game: two agents with own histories and inboxes, the token, the made route."""
 
-    def __init__(self, task: Task, ctx: Context, specs: Sequence[AgentSpec]) -> None:
+    def __init__(self, task: Task, ctx: Context, roles: Sequence[str]) -> None:
+        """``roles``: the model role of each side's agent."""
         self.maze: Maze = maze_of(task)
         self.ctx = ctx
         ctx.topology = Topology.complete(list(NAMES))
         self.agents = [
-            ctx.agent(name, system=RELAY_SYSTEM, **spec.options())
-            for name, spec in zip(NAMES, specs, strict=True)
+            ctx.agent(name, system=RELAY_SYSTEM, role=role)
+            for name, role in zip(NAMES, roles, strict=True)
         ]
         self.inbox = [
             [GAME.format(size=self.maze.size, phrase=COMPLETION_PHRASE, map=m, legend=LEGEND)]
@@ -127,10 +134,11 @@ class MazeGame:
         self.pending: tuple[int, str] | None = None  # (side, move) awaiting the other's consent
         self.speakers: list[str] = []  # model name per turn
 
-    def swap(self, side: int, spec: AgentSpec) -> None:
-        """Let another model drive ``side`` from the next turn on, keeping its history."""
+    def swap(self, side: int, role: str) -> None:
+        """Let the model of another role drive ``side`` from the next turn on, keeping its
+        history."""
         old = self.agents[side]
-        new = self.ctx.agent(old.name, **spec.options())
+        new = self.ctx.agent(old.name, role=role)
         new.history = old.history
         self.agents[side] = new
 
@@ -203,7 +211,7 @@ class MazeGame:
         )
 
 
-async def solo(task: Task, ctx: Context, spec: AgentSpec, distributed: bool) -> Solution:
+async def solo(task: Task, ctx: Context, distributed: bool) -> Solution:
     """One agent answers with a route from the full maze (or both partial maps), then
     reviews and resubmits it once."""
     maze = maze_of(task)
@@ -212,8 +220,8 @@ async def solo(task: Task, ctx: Context, spec: AgentSpec, distributed: bool) -> 
         map1, map2 = task.metadata["maps"]
         puzzle = SOLO_DISTRIBUTED.format(size=maze.size, map1=map1, map2=map2, legend=LEGEND)
         prompt = f"{puzzle}\n\n{task.instruction}"
-    ctx.topology = Topology.chain(["solo"])
-    agent = ctx.agent("solo", **spec.options())
+    ctx.topology = Topology.chain([SOLO])
+    agent = ctx.agent(SOLO, role=ROLE)
     first = await agent.reply(prompt, round=1)
     ctx.propose(first.content)
     final = await agent.reply(f"{CRITIC}\n\n{task.instruction}", round=2, kind="critique")
@@ -231,17 +239,19 @@ async def solo(task: Task, ctx: Context, spec: AgentSpec, distributed: bool) -> 
 class CollabPair(Method):
     """Two agents with partial maps of one maze agree on moves turn by turn (or a solo baseline)."""
 
+    roles = (ROLE,)
+
     class Config(MethodConfig):
-        agents: list[AgentSpec] = Field(
-            default_factory=lambda: [AgentSpec(), AgentSpec()], min_length=2, max_length=2
-        )
         turn_cap: int = Field(50, ge=1)
         mode: Literal["pair", "solo_full", "solo_distributed"] = "pair"
+
+    def agent_names(self) -> tuple[str, ...]:
+        return NAMES if self.config.mode == "pair" else (SOLO,)
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         if cfg.mode != "pair":
-            return await solo(task, ctx, cfg.agents[0], distributed=cfg.mode == "solo_distributed")
-        game = MazeGame(task, ctx, cfg.agents)
+            return await solo(task, ctx, distributed=cfg.mode == "solo_distributed")
+        game = MazeGame(task, ctx, (ROLE, ROLE))
         await game.play(until=cfg.turn_cap)
         return game.solution()

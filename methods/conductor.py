@@ -33,7 +33,7 @@ Deviations:
   browsing) are not part of the team. Tools registered in :mod:`maslab.tools` can be offered to
   the planner through ``tools``; there are none by default, so no web access.
 - The Deep Analyzer (several analyser models plus a summariser) is one reasoning call (the
-  official config gives it one step); ``analyst.model`` picks its model.
+  official config gives it one step); the model role ``analyst`` picks its model.
 - The planning tool (create / update / mark_step) is folded into the action: the planner
   restates the plan with statuses in every reply. Actions are JSON in plain text rather than
   native function calls, one per step.
@@ -61,7 +61,7 @@ from pydantic import (
 )
 
 from maslab.context import Context
-from maslab.method import AgentSpec, Method, MethodConfig, register_method
+from maslab.method import Method, MethodConfig, register_method
 from maslab.parsing import parse_model
 from maslab.sandbox import Limits
 from maslab.task import Solution, Task
@@ -214,12 +214,12 @@ class Team:
         ]
 
     async def analyst(self, task: str) -> str:
-        agent = self.ctx.agent("analyst", system=ANALYST_SYSTEM, **self.config.analyst.options())
+        agent = self.ctx.agent("analyst", system=ANALYST_SYSTEM)
         return (await agent.reply(assignment(task), round=self.round, kind="report")).content
 
     async def coder(self, task: str) -> str:
         cap = self.config.coder_steps
-        agent = self.ctx.agent("coder", system=CODER_SYSTEM, **self.config.coder.options())
+        agent = self.ctx.agent("coder", system=CODER_SYSTEM)
         prompt = f"{assignment(task)}\n\nReplies allowed, the report included: {cap}."
         for step in range(1, cap + 1):
             reply = await agent.reply(prompt, round=self.round, kind="work")
@@ -240,14 +240,13 @@ class Team:
 class Conductor(Method):
     """A planner keeps a plan with statuses and delegates to sub-agents until final_answer."""
 
+    roles = (PLANNER, *TEAM)
+
     class Config(MethodConfig):
         planner_steps: int = Field(20, ge=1)
         coder_steps: int = Field(3, ge=1)
         sandbox_seconds: float = Field(10, gt=0)
         tools: ToolNames = Field(default_factory=list)
-        planner: AgentSpec = AgentSpec()
-        analyst: AgentSpec = AgentSpec()
-        coder: AgentSpec = AgentSpec()
 
         @field_validator("tools")
         @classmethod
@@ -261,7 +260,7 @@ class Conductor(Method):
         team = Team(ctx, cfg)
         tools = [*team.tools(), *get_tools(cfg.tools)]
         ctx.topology = Topology.star(PLANNER, [t.name for t in tools], direction="both")
-        planner = ctx.agent(PLANNER, system=planner_system(tools), **cfg.planner.options())
+        planner = ctx.agent(PLANNER, system=planner_system(tools))
         plan: list[PlanStep] = []
         trace: list[dict[str, Any]] = []
 

@@ -36,6 +36,8 @@ def cot_prompt(task: Task) -> str:
 class CoT(Method):
     """One agent reasons step by step, then answers (1 call)."""
 
+    roles = ("solver",)
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         message = await ctx.agent("solver").reply(cot_prompt(task), round=0)
         return Solution(answer=message.content)

@@ -30,8 +30,9 @@ Budget stop: the majority vote over the last complete round.
 Deviations: personas and prompts are our own paraphrase; the persona also frames the round-0
 answer (the released code reads precomputed round-0 answers). Agents are stateless, as in the
 official code: their own previous solution is quoted in the prompt, not kept as chat history.
-``agents`` sets a model per persona (the paper's cross-model setting); by default all three use
-the run's model. Confidence is computed, never asked for, so there is nothing to parse.
+The personas are the roles, so model roles put them on different models (the paper's
+cross-model setting); by default all three use the run's model. Confidence is computed, never
+asked for, so there is nothing to parse.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from maslab.aggregation import majority_decision
 from maslab.answers import extract_answer, normalize_answer
 from maslab.context import Context
 from maslab.messages import Message
-from maslab.method import AgentSpec, Method, MethodConfig, register_method
+from maslab.method import Method, MethodConfig, register_method
 from maslab.methods.cot import cot_prompt
 from maslab.task import Solution, Task
 from maslab.topology import Topology
@@ -132,24 +133,18 @@ def answer_key(task: Task, text: str) -> str | None:
 class ExchangeOfThought(Method):
     """Three personas exchange solutions along a paradigm's topology until they agree."""
 
+    roles = tuple(PERSONAS)
+
     class Config(MethodConfig):
         paradigm: Paradigm = "memory"
         max_rounds: int = Field(5, ge=1)
-        agents: list[AgentSpec] = Field(
-            default_factory=lambda: [AgentSpec() for _ in PERSONAS],
-            min_length=len(PERSONAS),
-            max_length=len(PERSONAS),
-        )
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         names = list(PERSONAS)
         topology = paradigm_topology(cfg.paradigm, names)
         ctx.topology = topology
-        agents = {
-            name: ctx.agent(name, system=PERSONAS[name], **spec.options())
-            for name, spec in zip(names, cfg.agents, strict=True)
-        }
+        agents = {name: ctx.agent(name, system=PERSONAS[name]) for name in names}
         answers: dict[str, list[str | None]] = {name: [] for name in names}
         latest: dict[str, Message] = {}
 

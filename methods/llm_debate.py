@@ -32,6 +32,7 @@ from maslab.aggregation import decide, majority_decision
 from maslab.context import Context
 from maslab.messages import Message
 from maslab.method import Method, MethodConfig, register_method
+from maslab.roles import numbered
 from maslab.task import Solution, Task
 from maslab.topology import Topology
 
@@ -58,17 +59,22 @@ def debate_prompt(task: Task, others: list[Message]) -> str:
 class LLMDebate(Method):
     """N agents debate for R rounds, seeing each other's previous answers; majority vote."""
 
+    roles = ("debater", "aggregator")
+
     class Config(MethodConfig):
         agents: int = Field(3, ge=1)
         rounds: int = Field(2, ge=1)
         aggregate: Literal["majority", "llm"] = "majority"
 
+    def agent_names(self) -> tuple[str, ...]:
+        return numbered("debater", self.config.agents)
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        names = [f"agent_{i}" for i in range(1, cfg.agents + 1)]
+        names = list(self.agent_names())
         topology = Topology.complete(names) if cfg.agents > 1 else Topology.chain(names)
         ctx.topology = topology
-        agents = [ctx.agent(name) for name in names]
+        agents = [ctx.agent(name, role="debater") for name in names]
 
         async def turn(agent: Agent, r: int) -> Message:
             if r == 0:

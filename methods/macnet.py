@@ -23,6 +23,9 @@ Algorithm (N actor nodes on a DAG, one critic on every edge):
 LLM calls: ``|sources| + 2·|E| + |{v : indegree(v) >= 2}| + [|sinks| >= 2]``. For N = 5:
 chain 9, star 10, tree 10, mesh 24, layered 18.
 
+Model roles: ``node`` (the actors ``node_0`` .. ``node_<N-1>``), ``critic`` (every edge's
+critic, named after its edge at run time) and ``output`` (the merge of several sinks).
+
 Budget stop: the artifact of the latest node in topological order, a sink's once one exists.
 
 Deviations: prompts are our own paraphrase. The paper's virtual input and output nodes are
@@ -50,6 +53,7 @@ from maslab.agents import Agent
 from maslab.context import Context
 from maslab.messages import Message
 from maslab.method import Method, MethodConfig, register_method
+from maslab.roles import numbered
 from maslab.task import Solution, Task
 from maslab.topology import Topology
 
@@ -127,6 +131,8 @@ def merge_prompt(task: Task, versions: list[str]) -> str:
 class MacNet(Method):
     """Actors on the nodes of a DAG, critics on its edges; artifacts flow in topological order."""
 
+    roles = ("node", "critic", "output")
+
     class Config(MethodConfig):
         topology: Shape = "random"
         agents: int = Field(5, ge=1)
@@ -134,9 +140,12 @@ class MacNet(Method):
         personas: bool = True
         depth_temperature: bool = True
 
+    def agent_names(self) -> tuple[str, ...]:
+        return numbered("node", self.config.agents, start=0)
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        names = [f"node_{i}" for i in range(cfg.agents)]
+        names = list(self.agent_names())
         seed = cfg.seed if cfg.seed is not None else ctx.rng.getrandbits(64)
         topology = build_topology(cfg.topology, names, seed)
         layers = topology.layers()
@@ -152,13 +161,14 @@ class MacNet(Method):
                 persona = ctx.rng.choice(PERSONAS) if cfg.personas else "a helpful assistant"
                 topology.add_node(name, role=persona)
                 system = f"You are {persona}, working in a team that solves tasks together."
-                actors[name] = ctx.agent(name, system=system, role=persona, **temperature(depth))
+                actors[name] = ctx.agent(name, system=system, role="node", **temperature(depth))
                 for u in topology.predecessors(name):
                     critic = f"critic:{u}->{name}"
                     topology.add_edge(u, name, critic=critic)
                     critics[u, name] = ctx.agent(
                         critic,
                         system="You are a critical reviewer. You point out what to improve.",
+                        role="critic",
                         **temperature(depth),
                     )
 

@@ -139,6 +139,8 @@ def final_text(ruling: Ruling) -> str:
 class MAD(Method):
     """Affirmative vs negative debate; a moderator ends it early, else a judge decides."""
 
+    roles = (AFFIRMATIVE, NEGATIVE, MODERATOR, JUDGE)
+
     class Config(MethodConfig):
         max_rounds: int = Field(3, ge=1)
 

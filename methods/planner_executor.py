@@ -36,13 +36,15 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from maslab.context import Context
-from maslab.method import AgentSpec, Method, MethodConfig, register_method
+from maslab.method import Method, MethodConfig, register_method
 from maslab.parsing import parse_model
+from maslab.roles import numbered
 from maslab.task import Solution, Task
 from maslab.tools import ToolNames, get_tools, parse_tool_call, run_tool
 from maslab.topology import Topology
 
 NO_CALL = "error: no function call found in the reply"
+ACTION = "action"  # the model role of the action agents action_1 .. action_n
 
 
 class Plan(BaseModel):
@@ -79,32 +81,35 @@ def action_prompt(task: Task, functions: str, step: str, done: list[dict[str, An
 class PlannerExecutor(Method):
     """Plan 1..5 function-call steps, then execute them in order, chaining the observations."""
 
+    roles = ("planner", ACTION)
+
     class Config(MethodConfig):
         functions: ToolNames = Field(
             default_factory=lambda: ["add", "subtract", "multiply", "divide", "compare", "python"],
             min_length=1,
         )
         max_steps: int = Field(5, ge=1)
-        planner: AgentSpec = AgentSpec()
-        actor: AgentSpec = AgentSpec()
+
+    def agent_names(self) -> tuple[str, ...]:
+        return numbered(ACTION, self.config.max_steps)
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         functions = get_tools(cfg.functions)
         catalogue = "\n".join(f.describe() for f in functions)
-        planner = ctx.agent("planner", **cfg.planner.options())
+        planner = ctx.agent("planner")
         reply = await planner.reply(
             plan_prompt(task, catalogue, cfg.max_steps), round=0, kind="plan"
         )
         plan = parse_model(reply.content, Plan)
         written = [s.strip() for s in plan.steps if s.strip()] if plan is not None else []
         steps = written[: cfg.max_steps] or [task.prompt()]
-        names = [f"action_{i}" for i in range(1, len(steps) + 1)]
+        names = list(numbered(ACTION, len(steps)))
         ctx.topology = Topology.chain(["planner", *names])
 
         done: list[dict[str, Any]] = []
         for i, (name, step) in enumerate(zip(names, steps, strict=True), 1):
-            actor = ctx.agent(name, **cfg.actor.options())
+            actor = ctx.agent(name, role=ACTION)
             reply = await actor.reply(
                 action_prompt(task, catalogue, step, done), round=i, kind="action"
             )

@@ -12,7 +12,9 @@ after turn K, keeping that side's conversation history (K counts the messages of
 
 The other side is the weak model throughout. ``side=0`` swaps the first speaker, as in the
 paper (A speaks first); the paper uses K in {2, 4, 6, 8}, and K=2 means the strong model sends
-only the first message. ``strong``/``weak`` default to the run's model.
+only the first message. The models are the model roles ``strong`` and ``weak`` (both the run's
+model unless set, e.g. ``--model-role strong=openai:gpt-4o``); the agents are not addressed by
+name, since a swapped side changes model mid-game.
 
 LLM calls: <= turn_cap (default 50), as collab_pair; the evaluator's grading is separate.
 
@@ -30,30 +32,31 @@ from typing import Literal
 from pydantic import Field
 
 from maslab.context import Context
-from maslab.method import AgentSpec, Method, MethodConfig, register_method
+from maslab.method import Method, MethodConfig, register_method
 from maslab.methods.collab_pair import MazeGame
 from maslab.task import Solution, Task
+
+STRONG, WEAK = "strong", "weak"
 
 
 @register_method("relay")
 class Relay(Method):
     """The collab_pair game with one side's model swapped after turn K, history kept."""
 
+    roles = (STRONG, WEAK)
+
     class Config(MethodConfig):
         variant: Literal["strong_primer", "strong_recovery"] = "strong_primer"
         swap_after: int = Field(2, ge=1)  # K
         side: Literal[0, 1] = 0
-        strong: AgentSpec = AgentSpec()
-        weak: AgentSpec = AgentSpec()
         turn_cap: int = Field(50, ge=1)
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        primer = cfg.variant == "strong_primer"
-        first, then = (cfg.strong, cfg.weak) if primer else (cfg.weak, cfg.strong)
-        specs = [cfg.weak, cfg.weak]
-        specs[cfg.side] = first
-        game = MazeGame(task, ctx, specs)
+        first, then = (STRONG, WEAK) if cfg.variant == "strong_primer" else (WEAK, STRONG)
+        roles = [WEAK, WEAK]
+        roles[cfg.side] = first
+        game = MazeGame(task, ctx, roles)
         await game.play(until=min(cfg.swap_after, cfg.turn_cap))
         game.swap(cfg.side, then)
         await game.play(until=cfg.turn_cap)

@@ -34,6 +34,7 @@ from maslab.aggregation import decide, majority_decision
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
 from maslab.methods.cot import cot_prompt
+from maslab.roles import numbered
 from maslab.task import Solution, Task
 
 
@@ -41,21 +42,27 @@ from maslab.task import Solution, Task
 class SelfConsistency(Method):
     """k independent CoT samples, majority vote over their extracted answers."""
 
+    roles = ("sample", "aggregator")
+
     class Config(MethodConfig):
         k: int = Field(5, ge=1)
         aggregate: Literal["majority", "llm"] = "majority"
 
+    def agent_names(self) -> tuple[str, ...]:
+        return numbered("sample", self.config.k)
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         prompt = cot_prompt(task)
+        names = self.agent_names()
         done: dict[int, str] = {}
 
         async def sample(i: int) -> str:
-            message = await ctx.agent(f"sample_{i}").reply(prompt, round=0)
+            message = await ctx.agent(names[i], role="sample").reply(prompt, round=0)
             done[i] = message.content
             # sample order, not completion order: the vote must not depend on timing
             decision = majority_decision(task, [done[j] for j in sorted(done)])
             ctx.propose(decision.response, samples=len(done), votes=decision.vote.counts)
             return message.content
 
-        responses = await asyncio.gather(*(sample(i) for i in range(1, self.config.k + 1)))
+        responses = await asyncio.gather(*(sample(i) for i in range(len(names))))
         return await decide(ctx, task, responses, self.config.aggregate, round=1)

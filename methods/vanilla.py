@@ -14,6 +14,8 @@ from maslab.task import Solution, Task
 class Vanilla(Method):
     """A single agent answers the task prompt once (1 call)."""
 
+    roles = ("solver",)
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         message = await ctx.agent("solver").reply(task.prompt(), round=0)
         return Solution(answer=message.content)

@@ -87,9 +87,9 @@ async def test_self_consistency_votes_over_the_completed_samples_in_sample_order
 
 async def test_llm_debate_scores_the_last_complete_rounds_vote_not_a_partial_round():
     replies = {
-        "agent_1": ["The answer is 7.", "Round 1: the answer is 9."],
-        "agent_2": ["Two: the answer is 42."],
-        "agent_3": ["Three: the answer is 42."],
+        "debater_1": ["The answer is 7.", "Round 1: the answer is 9."],
+        "debater_2": ["Two: the answer is 42."],
+        "debater_3": ["Three: the answer is 42."],
     }
     model = ScriptedModel(per_agent(replies))
     solution, ctx = await stopped("llm_debate", model, max_calls=4, agents=3, rounds=2)

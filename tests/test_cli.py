@@ -146,7 +146,7 @@ def test_show_prints_the_table_and_a_transcript(tmp_path, capsys):
     assert "test-0" in table and "14" in table
     assert run_cli("show", out, "test-0") == 0
     transcript = capsys.readouterr().out
-    assert "agent_1" in transcript and "round 1" in transcript and "correct" in transcript
+    assert "debater_1" in transcript and "round 1" in transcript and "correct" in transcript
 
 
 def test_list_commands(capsys):

@@ -332,15 +332,15 @@ async def test_per_agent_models_and_non_maze_tasks():
         ScriptedModel(unique_replies(), name="one"),
         ScriptedModel(unique_replies(), name="two"),
     )
-    ctx = Context("one", models=models_named(one=one, two=two))
-    method = get_method("collab_pair")(agents=[{"model": "one"}, {"model": "two"}], turn_cap=4)
+    ctx = Context("one", models=models_named(one=one, two=two), model_roles={"agent_2": "two"})
+    method = get_method("collab_pair")(turn_cap=4)
     solution = await method.solve(hand_task(), ctx)
     assert (len(one.calls), len(two.calls)) == (2, 2)
     assert solution.metadata["speakers"] == ["one", "two", "one", "two"]
     with pytest.raises(ConfigError, match="not a collab_maze task"):
         await method.solve(Task(id="x", question="2+2?"), ctx)
-    with pytest.raises(ConfigError, match="agents"):
-        get_method("collab_pair")(agents=[{}])
+    with pytest.raises(ConfigError, match="no role or agent 'agent_3'"):
+        method.check_model_roles({"agent_3": "two"})
 
 
 @pytest.mark.parametrize("mode", ["solo_full", "solo_distributed"])
@@ -380,15 +380,9 @@ async def test_relay_swaps_one_sides_model_after_turn_k_and_keeps_its_history(va
     counter = itertools.count(1)
     strong = ScriptedModel(lambda r: f"msg-{next(counter)}", name="strong")
     weak = ScriptedModel(lambda r: f"msg-{next(counter)}", name="weak")
-    ctx = Context("weak", models=models_named(strong=strong, weak=weak))
-    relay = get_method("relay")(
-        variant=variant,
-        side=side,
-        swap_after=k,
-        strong={"model": "strong"},
-        weak={"model": "weak"},
-        turn_cap=10,
-    )
+    models = models_named(strong=strong, weak=weak)
+    ctx = Context("weak", models=models, model_roles={"strong": "strong"})
+    relay = get_method("relay")(variant=variant, side=side, swap_after=k, turn_cap=10)
     solution = await relay.solve(hand_task(), ctx)
     first, then = ("strong", "weak") if variant == "strong_primer" else ("weak", "strong")
     records = ctx.ledger.records

@@ -24,7 +24,7 @@ def test_quickstart_notebook_executes_headlessly(monkeypatch):
         out.get("text", "") for cell in notebook.cells for out in cell.get("outputs", [])
     )
     assert "votes:" in outputs and "calls=6" in outputs
-    assert "[round 1] agent_2" in outputs and "flowchart" in outputs
+    assert "[round 1] debater_2" in outputs and "flowchart" in outputs
     assert outputs.count("arith-test-") == 3
 
 

@@ -361,9 +361,9 @@ async def test_eot_tie_goes_to_the_earliest_agent():
 
 async def test_eot_agents_take_per_persona_models_and_sampling():
     main_model = ScriptedModel(["The answer is 42."], name="main", cycle=True)
-    ctx = Context(main_model, sampling={"temperature": 0.5})
-    agents = [{"model": "scripted:echo"}, {}, {"temperature": 0.9}]
-    await get_method("exchange_of_thought")(agents=agents, max_rounds=1).solve(TASK, ctx)
+    roles = {KITTY: "scripted:echo", PETER: {"temperature": 0.9}}
+    ctx = Context(main_model, sampling={"temperature": 0.5}, model_roles=roles)
+    await get_method("exchange_of_thought")(max_rounds=1).solve(TASK, ctx)
     models = {r.agent: r.model for r in ctx.ledger.records}
     assert models[BEN] == models[PETER] == "main" != models[KITTY]
     temperatures = {

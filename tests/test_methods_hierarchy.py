@@ -292,10 +292,10 @@ def test_conductor_config_rejects_unknown_tools():
         get_method("conductor")(tools=["web_search"])
 
 
-async def test_agent_specs_put_a_sub_agent_on_its_own_model():
+async def test_a_model_role_puts_a_sub_agent_on_its_own_model():
     team = Team(planner=[action("analyst", task="Think hard."), final("42")])
-    ctx = Context(team.model)
-    await get_method("conductor")(analyst={"model": "scripted:echo"}).solve(TASK, ctx)
+    ctx = Context(team.model, model_roles={"analyst": "scripted:echo"})
+    await get_method("conductor")().solve(TASK, ctx)
     assert len(team.model.calls) == 2  # the planner's; the analyst ran on the echo model
     (record,) = [r for r in ctx.ledger.records if r.agent == "analyst"]
     assert "Think hard." in record.response

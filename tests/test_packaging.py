@@ -40,6 +40,7 @@ def test_the_wheel_holds_only_the_maslab_package(wheel):
     for folder in ("methods", "benchmarks", "evaluators"):
         assert f"maslab/{folder}/__init__.py" in names
     assert "maslab/methods/llm_debate.py" in names
+    assert "maslab/methods/goagent/policy.py" in names  # a method that is a package
 
 
 def test_an_installed_copy_imports_the_plugin_folders_under_maslab(wheel, tmp_path):
@@ -54,9 +55,10 @@ def test_an_installed_copy_imports_the_plugin_folders_under_maslab(wheel, tmp_pa
     probe = (
         "import maslab.methods, maslab.benchmarks, maslab.evaluators\n"
         "from maslab.methods.llm_debate import LLMDebate\n"
+        "from maslab.methods.goagent import GoAgent\n"
         "from maslab import get_method\n"
         "print(maslab.methods.__file__)\n"
-        "print(get_method('llm_debate') is LLMDebate)\n"
+        "print(get_method('llm_debate') is LLMDebate and get_method('goagent') is GoAgent)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = subprocess.run(

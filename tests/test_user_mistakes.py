@@ -183,12 +183,20 @@ CLI = {
     ),
     "an unknown config key": Cli((*RUN, "--config", "agnets=3"), "agnets: Extra inputs"),
     "an agent temperature of 5": Cli(
-        (*RUN, "--method", "relay", "--config", "strong.temperature=5"),
-        "relay config: strong.temperature: Input should be less than or equal to 2",
+        (*RUN, "--method", "relay", "--model-role", "strong.temperature=5"),
+        "model_roles.strong: temperature: Input should be less than or equal to 2",
     ),
     "an unknown provider for one agent": Cli(
-        (*RUN, "--method", "relay", "--config", "strong.model=nope:x"),
+        (*RUN, "--method", "relay", "--model-role", "strong=nope:x"),
         "unknown model provider 'nope' in 'nope:x'",
+    ),
+    "a misspelt model role": Cli(
+        (*RUN, "--method", "mad", "--model-role", "jduge=scripted:echo"),
+        "mad has no role or agent 'jduge'; did you mean judge? roles: affirmative, negative, "
+        "moderator, judge",
+    ),
+    "a model role without a model": Cli(
+        (*RUN, "--model-role", "solver"), "--model-role: 'solver' is not NAME=MODEL"
     ),
     "--out is a file": Cli((*RUN, "--out", "{tmp}/x.txt"), "--out", files={"x.txt": "hi"}),
     # names
@@ -320,7 +328,14 @@ API = {
     ),
     "a method name that is not a string": Api(lambda: get_method(5), "method name is a string"),
     "an agent temperature out of range": Api(
-        lambda: get_method("relay")(strong={"temperature": 5}), "strong.temperature"
+        lambda: Context("scripted:echo", model_roles={"strong": {"temperature": 5}}),
+        "model_roles.strong: temperature",
+    ),
+    "a model role the method does not have": Api(
+        lambda: get_method("llm_debate")(agents=2).run(
+            "q", "scripted:echo", model_roles={"debater_3": "scripted:echo"}
+        ),
+        "roles: debater, aggregator; agents: debater_1, debater_2",
     ),
     "endpoints with a URL for a list": Api(
         lambda: load_model("openai:x", endpoints={"x": "http://a"}),

@@ -24,7 +24,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.what == "methods":
         from maslab.method import get_method, list_methods
 
-        rows = [(n, _summary(get_method(n))) for n in list_methods()]
+        rows = []
+        for name in list_methods():
+            cls = get_method(name)
+            roles = f" Roles: {', '.join(cls.roles)}." if cls.roles else ""
+            rows.append((name, _summary(cls) + roles))
     elif args.what == "benchmarks":
         from maslab.benchmark import get_benchmark, list_benchmarks
 

@@ -37,7 +37,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     store = run_dir(args.run)
     if args.task_id is None:
-        show_run(store, console)
+        show_run(store, console, _load_prices(args.prices) if args.prices else None)
     else:
         show_task(store, args.task_id, args.repeat, console)
     return 0
@@ -133,6 +133,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", type=Path)
     p.add_argument("task_id", nargs="?")
     p.add_argument("--repeat", type=number(int, 0), default=0)
+    p.add_argument("--prices", type=Path, help="YAML: model spec -> [USD per 1M in, out]")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("compare", help="paired comparison of two runs on the same tasks")

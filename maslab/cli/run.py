@@ -33,8 +33,11 @@ def default_out(config: dict[str, Any]) -> Path:
     keys = ("method", "method_config", "benchmark", "benchmark_options", "split", "model",
             "sampling", "seed", "evaluator", "data", "shuffle", "max_calls", "max_tokens",
             "max_seconds")  # fmt: skip
+    identity = {k: config.get(k) for k in keys}
+    if config.get("model_roles"):  # only when set: runs without keep their directories
+        identity["model_roles"] = config["model_roles"]
     digest = hashlib.sha256(
-        orjson.dumps({k: config.get(k) for k in keys}, option=orjson.OPT_SORT_KEYS, default=str)
+        orjson.dumps(identity, option=orjson.OPT_SORT_KEYS, default=str)
     ).hexdigest()[:8]
     name = f"{_slug(config['method'])}__{_slug(config['model'])}__{digest}"
     return Path("runs") / _slug(config["benchmark"]) / name
@@ -47,6 +50,7 @@ def run_config(args: argparse.Namespace) -> Any:
     from maslab.config_files import apply_overrides, validation_message
     from maslab.llm.registry import check_model
     from maslab.method import get_method
+    from maslab.roles import parse_model_roles, role_models
     from maslab.runner import RunConfig
     from maslab.sweep import judge_options, unused_judge
 
@@ -64,11 +68,12 @@ def run_config(args: argparse.Namespace) -> Any:
         method_cls.Config().model_dump(mode="json"), args.config, f"{args.method} --config"
     )
     method = method_cls(method_config)  # validate now: one-line error before any work
+    model_roles = method.check_model_roles(parse_model_roles(args.model_role))
     evaluator = args.evaluator or get_benchmark(args.benchmark).evaluator
     evaluator_options = judge_options(evaluator, args.judge_model)
     if args.judge_model and not evaluator_options:
         raise unused_judge("--judge-model", [evaluator])
-    for spec in filter(None, (args.model, args.judge_model, *method.config.agent_models())):
+    for spec in filter(None, (args.model, args.judge_model, *role_models(model_roles))):
         check_model(spec, args.endpoints)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out} is a file; name a run directory")
@@ -83,6 +88,7 @@ def run_config(args: argparse.Namespace) -> Any:
         "shuffle": args.shuffle,
         "data": str(args.data) if args.data else None,
         "model": args.model,
+        "model_roles": model_roles,
         "endpoints": str(args.endpoints) if args.endpoints else None,
         "sampling": sampling,
         "repeats": args.repeats,
@@ -147,6 +153,8 @@ def _print_summary(label: str, records: Sequence[Any], store: RunStore) -> None:
         f"({s.correct} of {s.n} samples correct, {s.unparsed} unparsed, "
         f"{s.errors} errors, {s.budget_stopped} stopped by budget)"
     )
+    if by_model := s.describe_models():
+        console.print(f"  per sample by model: {escape(by_model)}")
     if repeats := s.describe_repeats():
         console.print(f"  repeats: {repeats}")
     if errors := s.describe_errors():
@@ -220,7 +228,15 @@ def run_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="method config override, e.g. agents=5 or agents.0.model=openai:gpt-4o",
+        help="method config override, e.g. agents=5",
+    )
+    p.add_argument(
+        "--model-role",
+        action="append",
+        default=[],
+        metavar="NAME=MODEL",
+        help="put a role or an agent of the method on another model, e.g. judge=openai:gpt-4o "
+        "(NAME.temperature=T sets its temperature); `maslab list methods` shows the roles",
     )
     p.add_argument("--bench-option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument(

@@ -34,6 +34,9 @@ LLM calls: pool (1 per domain and method instance, 0 when cached) + selector (1 
 0 for "learned") + R·Σ|roles of the selected groups| + 1 decision. ``optimize`` costs
 ``train_epochs`` · Σ_tasks (R·Σ|roles| + 1) calls (plus the pool call if needed).
 
+Model roles: ``pool_builder``, ``selector``, ``member`` (every group member, whatever its role in
+its group: the members are only known once the pool is built) and ``aggregator`` (the decision).
+
 Budget stop: the majority vote over every agent's latest output after the last complete layer
 (the decision node's reading, without its call); ties go to the agent furthest downstream.
 
@@ -50,22 +53,21 @@ else a label for the answer type. Only LLM-built pools are written to ``pool_pat
 built-in fallback stays in memory, so a later run asks again. ``Solution.metadata`` records
 the pool's source, which selector ran (``selector``, ``selector_file``) and every repair made
 to the selection (``selection_notes``).
+
+Modules: ``pool`` (step 1), ``selection`` (step 2, the LLM selector), ``policy`` (the learned
+selector) and ``execution`` (step 3's agent graph and prompts); this one holds the method.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
-import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from maslab.aggregation import llm_aggregate, majority_decision
 from maslab.context import Context
@@ -73,49 +75,29 @@ from maslab.errors import ConfigError
 from maslab.evaluation import Evaluator, get_evaluator
 from maslab.messages import Message
 from maslab.method import Method, MethodConfig, register_method
+from maslab.methods.goagent.execution import agent_graph, agent_prompt, split_by_order
+from maslab.methods.goagent.policy import SELECTOR_FORMAT, GroupPolicy
+from maslab.methods.goagent.pool import (
+    BUILTIN_POOL,
+    Group,
+    Pool,
+    groups_from,
+    parse_pool,
+    pool_prompt,
+    read_json,
+)
+from maslab.methods.goagent.selection import (
+    Selection,
+    default_selection,
+    selector_prompt,
+    validate_selection,
+)
 from maslab.parsing import parse_json_object
 from maslab.task import Solution, Task
-from maslab.topology import Template, Topology
+from maslab.topology import Topology
 
+__all__ = ["GoAgent"]
 
-class Group(BaseModel):
-    """A candidate group: its members are ``<name>:<role>``, wired by ``template``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    expertise: str = ""
-    roles: tuple[str, ...] = Field(min_length=1)
-    template: Template = "chain"
-
-    def members(self) -> list[str]:
-        return [f"{self.name}:{role}" for role in self.roles]
-
-
-BUILTIN_POOL = (
-    Group(
-        name="solve_and_verify",
-        expertise="break the problem down, solve it, check the result",
-        roles=("decomposer", "solver", "verifier"),
-    ),
-    Group(
-        name="plan_and_execute",
-        expertise="plan first, then carry out the plan",
-        roles=("planner", "executor"),
-    ),
-    Group(
-        name="expert_panel",
-        expertise="independent expert views pooled by a moderator",
-        roles=("moderator", "domain expert", "generalist"),
-        template="star",
-    ),
-    Group(
-        name="debate_pair",
-        expertise="two solvers who challenge each other",
-        roles=("proponent", "skeptic"),
-        template="complete",
-    ),
-)
 DOMAIN_BY_ANSWER_TYPE = {
     "number": "math word problems",
     "math": "competition mathematics",
@@ -126,323 +108,13 @@ DOMAIN_BY_ANSWER_TYPE = {
 EVALUATOR_BY_ANSWER_TYPE = {
     "number": "numeric", "math": "math", "choice": "choice", "code": "code", "text": "exact",
 }  # fmt: skip
-TEMPLATE_WORDS: dict[str, Template] = {
-    "chain": "chain", "sequential": "chain", "pipeline": "chain",
-    "star": "star", "hub": "star", "hierarchical": "star",
-    "complete": "complete", "mesh": "complete", "fully connected": "complete",
-    "none": "none", "parallel": "none", "independent": "none",
-}  # fmt: skip
-DEFAULT_GROUPS = 2
-SELECTOR_FORMAT = "goagent-selector/1"
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Chosen group names in topological order and inter-group edges between them."""
-
-    groups: tuple[str, ...]
-    edges: tuple[tuple[str, str], ...] = ()
-
-    def size(self) -> int:
-        return len(self.groups) + len(self.edges)
-
-
-# -- step 1: the group pool ------------------------------------------------------------------
-
-
-def pool_prompt(domain: str, size: int, max_roles: int) -> str:
-    return (
-        f"You design teams of AI agents that solve tasks in this domain: {domain}.\n\n"
-        f"Propose {size} different candidate groups. A group is a small team of at most "
-        f"{max_roles} agents that works together on one aspect of such tasks (say, one agent "
-        "breaks the problem down, one solves it and one checks it). Reply with one JSON object "
-        'whose key "groups" holds the list of groups. Each group has a unique short "name" '
-        '(snake_case), an "expertise" sentence, "roles" (a list of role names in working '
-        'order) and "topology", how its members talk: "chain" (each hands its work to the '
-        'next), "star" (the first role coordinates the others) or "complete" (everyone sees '
-        "everyone)."
-    )
-
-
-def parse_pool(text: str, size: int, max_roles: int) -> list[Group]:
-    """The valid groups of a pool reply (bad entries are skipped), at most ``size``."""
-    data = parse_json_object(text)
-    items = data.get("groups") if data else None
-    pool: dict[str, Group] = {}
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            continue
-        name = item["name"].strip().replace(":", "-")
-        raw_roles = item.get("roles") if isinstance(item.get("roles"), list) else []
-        roles = [r.strip() for r in raw_roles if isinstance(r, str) and r.strip()]
-        roles = list(dict.fromkeys(roles))[:max_roles]
-        if not name or name.casefold() in pool or not roles:
-            continue
-        expertise = item.get("expertise")
-        pool[name.casefold()] = Group(
-            name=name,
-            expertise=expertise.strip() if isinstance(expertise, str) else "",
-            roles=tuple(roles),
-            template=TEMPLATE_WORDS.get(str(item.get("topology", "")).strip().lower(), "chain"),
-        )
-    return list(pool.values())[:size]
-
-
-def read_json(path: str, what: str) -> dict[str, Any]:
-    """The JSON object in ``path`` ({} if the file does not exist)."""
-    file = Path(path)
-    if not file.exists():
-        return {}
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: unreadable {what} ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a {what} file holds one JSON object")
-    return data
-
-
-def groups_from(data: Any, path: str) -> list[Group]:
-    """Stored groups, validated; a file's pool must hold at least one group."""
-    try:
-        groups = [Group.model_validate(g) for g in data]
-    except (TypeError, ValidationError) as exc:
-        raise ConfigError(f"{path}: malformed group pool ({exc})") from None
-    if not groups:
-        raise ConfigError(f"{path}: empty group pool")
-    return groups
-
-
-@dataclass(frozen=True)
-class Pool:
-    groups: list[Group]
-    source: str  # "llm", "pool file", "selector file" or "builtin (...)"
-
-
-# -- step 2: selection -----------------------------------------------------------------------
-
-
-def default_selection(pool: Sequence[Group], max_groups: int) -> Selection:
-    names = tuple(g.name for g in pool[: min(DEFAULT_GROUPS, max_groups)])
-    return Selection(names, tuple(pairwise(names)))
-
-
-def selector_prompt(task: Task, pool: Sequence[Group], max_groups: int) -> str:
-    listing = "\n".join(
-        f"- {g.name} ({g.template}): {g.expertise or 'no description'}. "
-        f"Roles: {', '.join(g.roles)}."
-        for g in pool
-    )
-    return (
-        f"{task.prompt()}\n\nYou are assembling a team for the task above from these "
-        f"candidate groups:\n\n{listing}\n\nChoose the groups this task needs (at most "
-        f"{max_groups}; fewer is cheaper) and how they hand work on: an edge from group A to "
-        "group B means B sees A's results. Edges must not form a cycle. Reply with one JSON "
-        'object with keys "groups" (the chosen names, in working order) and "edges" (a list '
-        "of [from, to] pairs of chosen names)."
-    )
-
-
-def _edge_ends(item: Any) -> list[Any]:
-    if isinstance(item, Mapping):
-        return [item.get("from", item.get("source")), item.get("to", item.get("target"))]
-    return list(item) if isinstance(item, list | tuple) else []
-
-
-def validate_selection(
-    data: dict[str, Any] | None, pool: Sequence[Group], max_groups: int
-) -> tuple[Selection, list[str]]:
-    """A valid selection from a selector reply, and notes on what was repaired."""
-    if data is None:
-        return default_selection(pool, max_groups), ["no JSON object: default selection"]
-    known = {g.name.casefold(): g.name for g in pool}
-
-    def lookup(name: Any) -> str | None:
-        return known.get(name.strip().casefold()) if isinstance(name, str) else None
-
-    notes: list[str] = []
-    names: list[str] = []
-    raw = data.get("groups")
-    for item in raw if isinstance(raw, list) else []:
-        if (name := lookup(item)) is None:
-            notes.append(f"dropped unknown group {item!r}")
-        elif name not in names:
-            names.append(name)
-    if len(names) > max_groups:
-        notes.append(f"kept the first {max_groups} of {len(names)} groups")
-        names = names[:max_groups]
-    if not names:
-        return default_selection(pool, max_groups), [*notes, "no known group: default selection"]
-    graph = nx.DiGraph()
-    graph.add_nodes_from(names)
-    raw = data.get("edges")
-    for item in raw if isinstance(raw, list) else []:
-        ends = [lookup(end) for end in _edge_ends(item)]
-        if len(ends) != 2 or not all(end in names for end in ends) or ends[0] == ends[1]:
-            notes.append(f"dropped edge {item!r}")
-        elif nx.has_path(graph, ends[1], ends[0]):
-            notes.append(f"dropped edge {ends[0]} -> {ends[1]}: it closes a cycle")
-        else:
-            graph.add_edge(*ends)
-    order = tuple(nx.lexicographical_topological_sort(graph, key=names.index))
-    return Selection(order, tuple(graph.edges)), notes
-
-
-def sigmoid(x: float) -> float:
-    return 0.5 * (1 + math.tanh(x / 2))  # no overflow for large |x|
-
-
-def softmax(xs: Sequence[float]) -> list[float]:
-    top = max(xs)
-    exps = [math.exp(x - top) for x in xs]
-    return [e / sum(exps) for e in exps]
-
-
-@dataclass(frozen=True)
-class GroupStep:
-    options: tuple[str | None, ...]  # None is END
-    probs: tuple[float, ...]
-    chosen: int
-
-
-@dataclass(frozen=True)
-class EdgeStep:
-    key: str
-    prob: float
-    taken: bool
-
-
-@dataclass
-class GroupPolicy:
-    """The learned selector of one domain: group, END and edge logits over its pool."""
-
-    pool: list[Group]
-    group_logits: dict[str, float] = field(default_factory=dict)
-    end_logit: float = 0.0
-    edge_logits: dict[str, float] = field(default_factory=dict)  # "a->b"
-
-    def decode(
-        self, max_groups: int, rng: random.Random | None = None
-    ) -> tuple[Selection, list[GroupStep | EdgeStep]]:
-        """Sample a selection with ``rng``, or take the likeliest choices without one."""
-        names = [g.name for g in self.pool]
-        chosen: list[str] = []
-        edges: list[tuple[str, str]] = []
-        trace: list[GroupStep | EdgeStep] = []
-        while len(chosen) < min(max_groups, len(names)):
-            options = [n for n in names if n not in chosen] + ([None] if chosen else [])
-            logits = [
-                self.end_logit if o is None else self.group_logits.get(o, 0.0) for o in options
-            ]
-            probs = softmax(logits)
-            k = (
-                rng.choices(range(len(options)), weights=probs)[0]
-                if rng
-                else probs.index(max(probs))
-            )
-            trace.append(GroupStep(tuple(options), tuple(probs), k))
-            new = options[k]
-            if new is None:
-                break
-            incoming = []
-            for prev in chosen:
-                key = f"{prev}->{new}"
-                prob = sigmoid(self.edge_logits.get(key, 0.0))
-                taken = rng.random() < prob if rng else prob > 0.5
-                trace.append(EdgeStep(key, prob, taken))
-                if taken:
-                    incoming.append((prev, new))
-            if chosen and not incoming:  # keep the graph connected: the likeliest edge
-                prev = max(chosen, key=lambda c: self.edge_logits.get(f"{c}->{new}", 0.0))
-                incoming.append((prev, new))
-            edges += incoming
-            chosen.append(new)
-        return Selection(tuple(chosen), tuple(edges)), trace
-
-    def reinforce(self, trace: Sequence[GroupStep | EdgeStep], advantage: float, lr: float) -> None:
-        """One REINFORCE step: logits += lr · advantage · ∇ log π(trace)."""
-        for step in trace:
-            if isinstance(step, EdgeStep):
-                grad = float(step.taken) - step.prob
-                self.edge_logits[step.key] = (
-                    self.edge_logits.get(step.key, 0.0) + lr * advantage * grad
-                )
-                continue
-            for i, (option, prob) in enumerate(zip(step.options, step.probs, strict=True)):
-                delta = lr * advantage * (float(i == step.chosen) - prob)
-                if option is None:
-                    self.end_logit += delta
-                else:
-                    self.group_logits[option] = self.group_logits.get(option, 0.0) + delta
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pool": [g.model_dump(mode="json") for g in self.pool],
-            "group_logits": self.group_logits,
-            "end_logit": self.end_logit,
-            "edge_logits": self.edge_logits,
-        }
-
-    @classmethod
-    def from_json(cls, data: Any, path: str) -> GroupPolicy:
-        try:
-            return cls(
-                pool=groups_from(data["pool"], path),
-                group_logits={str(k): float(v) for k, v in data["group_logits"].items()},
-                end_logit=float(data["end_logit"]),
-                edge_logits={str(k): float(v) for k, v in data["edge_logits"].items()},
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ConfigError(f"{path}: malformed learned selector ({exc!r})") from None
-
-
-# -- step 3: execution -----------------------------------------------------------------------
-
-
-def agent_graph(pool: Sequence[Group], selection: Selection) -> Topology:
-    """The selected groups wired by their templates and the inter-group edges."""
-    by_name = {g.name: g for g in pool}
-    chosen = [by_name[name] for name in selection.groups]
-    topology = Topology.groups(
-        {g.name: g.members() for g in chosen},
-        intra={g.name: g.template for g in chosen},
-        inter=selection.edges,
-    )
-    topology.name = "goagent"
-    for group in chosen:
-        for member, role in zip(group.members(), group.roles, strict=True):
-            topology.add_node(member, role=role)
-    return topology
-
-
-def split_by_order(topology: Topology) -> tuple[Topology, Topology]:
-    """(spatial, temporal): edges pointing forward in node order, and those pointing back."""
-    order = {n: i for i, n in enumerate(topology.nodes)}
-    forward, backward = nx.DiGraph(), nx.DiGraph()
-    forward.add_nodes_from(topology.nodes)
-    backward.add_nodes_from(topology.nodes)
-    for u, v in topology.edges:
-        (forward if order[u] < order[v] else backward).add_edge(u, v)
-    return Topology(forward, name="spatial"), Topology(backward, name="temporal")
-
-
-def agent_prompt(task: Task, role: str, own: list[Message], seen: list[Message]) -> str:
-    parts = [task.prompt()]
-    if own:
-        parts.append(f"Your output in the previous round:\n\n{own[0].content.strip()}")
-    if seen:
-        shown = "\n\n".join(f"--- From {m.sender} ---\n{m.content.strip()}" for m in seen)
-        parts.append(f"What your teammates sent you:\n\n{shown}")
-    parts.append(
-        f"Do your part as the {role}: build on your teammates' work where it is right, fix it "
-        "where it is wrong, and end with your current best final answer."
-    )
-    return "\n\n".join(parts)
 
 
 @register_method("goagent")
 class GoAgent(Method):
     """Select and connect candidate groups of agents, run them for R rounds, then decide."""
+
+    roles = ("pool_builder", "selector", "member", "aggregator")
 
     class Config(MethodConfig):
         domain: str | None = None  # None: task.metadata["domain"], else from the answer type
@@ -552,7 +224,7 @@ class GoAgent(Method):
                 name,
                 system=f"You are the {roles[name]} of the group '{topology.group_of(name)}' in "
                 "a team of AI agents solving a task together.",
-                role=roles[name],
+                role="member",
             )
             for name in topology.nodes
         }
