@@ -20,6 +20,7 @@ from typing import NoReturn
 from maslab.cli import catalogue, reading, run
 from maslab.cli.console import Parser, RunStopped, Terminated
 from maslab.errors import MaslabError
+from maslab.plugins import import_module
 from maslab.secrets import redact
 
 
@@ -76,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # only the main thread may handle signals
     previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     try:
+        for module in getattr(args, "imports", ()):
+            import_module(module)
         status = args.func(args)
         sys.stdout.flush()
         return status

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from rich.markup import escape
 
-from maslab.cli.console import COUNT, RunStopped, console, number
+from maslab.cli.console import COUNT, RunStopped, console, import_option, number
 from maslab.errors import ConfigError, MaslabError
 from maslab.llm.local import DEMO_MODEL
 from maslab.paths import default_response_cache
@@ -244,9 +244,11 @@ def run_options(p: argparse.ArgumentParser) -> None:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a method on a benchmark (resumable)")
     run_options(p)
+    import_option(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("sweep", help="run a grid of methods x benchmarks x models from YAML")
     p.add_argument("file", type=Path)
     p.add_argument("--quiet", action="store_true")
+    import_option(p)
     p.set_defaults(func=cmd_sweep)
