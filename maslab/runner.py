@@ -151,7 +151,8 @@ class Runner:
         if config.strict_sandbox:
             require_isolation()  # refuse before anything runs where code cannot be contained
         self._check_golds()
-        self.models.get(config.model)  # a bad spec or a missing key fails here, not per sample
+        for spec in (config.model, *self.method.config.agent_models()):
+            self.models.get(spec)  # a bad spec or a missing key fails here, not per sample
         self.store = RunStore(config.out)
         self.todo: list[tuple[Task, int]] | None = None
         self.manifest = _manifest(config, self.tasks, self.dataset_hash, self.evaluator_name)

@@ -255,6 +255,27 @@ CLI = {
             "methods: [vanilla]\nbenchmarks: [gsm8k]\n",
         },
     ),
+    "a sweep --only term that is not KEY=GLOB": Cli(
+        ("sweep", "{tmp}/s.yaml", "--only", "colour=red"),
+        "'colour=red' is not KEY=GLOB with KEY one of method, benchmark, model",
+        files={"s.yaml": SWEEP},
+    ),
+    "a sweep --only that matches no cell": Cli(
+        ("sweep", "{tmp}/s.yaml", "--only", "method=debate"),
+        "--only method=debate matches no cell; the cells: gsm8k/vanilla/scripted:",
+        files={"s.yaml": SWEEP},
+    ),
+    "a sweep --model with an unknown provider": Cli(
+        ("sweep", "{tmp}/s.yaml", "--model", "opena:gpt-4o"),
+        "unknown model provider 'opena' in 'opena:gpt-4o'; did you mean 'openai'?",
+        files={"s.yaml": SWEEP},
+    ),
+    "a sweep none of whose cells can start": Cli(
+        ("sweep", "{tmp}/s.yaml", "--quiet"),
+        "s.yaml could start; the table above says why",
+        files={"s.yaml": SWEEP},
+        patch=no_datasets,
+    ),
     # --import
     "--import of a file that does not exist": Cli(
         ("list", "methods", "--import", "{tmp}/nope.py"), "nope.py: file not found"

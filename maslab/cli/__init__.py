@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
 
-from maslab.cli import catalogue, reading, run
+from maslab.cli import catalogue, reading, run, sweep
 from maslab.cli.console import Parser, RunStopped, Terminated
 from maslab.errors import MaslabError
 from maslab.plugins import import_module
@@ -27,7 +27,7 @@ from maslab.secrets import redact
 def build_parser() -> Parser:
     parser = Parser(prog="maslab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (run, reading, catalogue):
+    for commands in (run, sweep, reading, catalogue):
         commands.add_commands(sub)
     return parser
 

@@ -84,13 +84,14 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return provider, name
 
 
-def check_model(spec: str, endpoints: Endpoints = None) -> None:
+def check_model(spec: str, endpoints: Endpoints = None, *, keys: bool = True) -> None:
     """Raise the :class:`ConfigError` that loading ``spec`` would, without loading it: an
-    unknown provider, an alias missing from ``endpoints``, an unset API key variable."""
+    unknown provider, an alias missing from ``endpoints``, an unset API key variable (unless
+    ``keys`` is False: a spec that can be right before its key is set)."""
     provider, name = parse_spec(spec)
     if provider == "openai":
         alias, served_by = resolve_endpoints(name, endpoints_table(endpoints))
-        for endpoint in served_by:
+        for endpoint in served_by if keys else ():
             endpoint.api_key(alias)
 
 
