@@ -108,3 +108,21 @@ def test_only_patterns_match_names_labels_and_globs(tmp_path):
     assert select(cells, []) == cells
     with pytest.raises(ConfigError, match="not KEY=GLOB"):
         parse_only("method")
+
+
+def test_a_cell_whose_agent_model_lacks_its_key_is_set_aside(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("MASLAB_NO_SUCH_KEY", raising=False)
+    (tmp_path / "endpoints.yaml").write_text(
+        "keyed:\n  - base_url: http://127.0.0.1:9/v1\n    api_key_env: MASLAB_NO_SUCH_KEY\n"
+    )
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        f"out: {tmp_path / 'sweep'}\nendpoints: {tmp_path / 'endpoints.yaml'}\n"
+        "models: ['scripted:echo']\nbenchmarks: [arith]\nlimit: 1\ncache: false\nmethods:\n"
+        "  - vanilla\n  - {name: conductor, config: {planner: {model: openai:keyed}}, label: kp}\n"
+    )
+    assert main(["sweep", str(sweep), "--quiet"]) == 1
+    (line,) = failure_lines(capsys.readouterr().out)
+    assert line.split()[:3] == ["arith/kp/scripted:echo", "before", "running"]
+    assert "MASLAB_NO_SUCH_KEY is not set" in line and not (tmp_path / "sweep/arith/kp").exists()
+    assert results(tmp_path / "sweep" / "arith" / "vanilla" / "scripted_echo") == 1
