@@ -2,7 +2,8 @@
 command line (``--import``).
 
 A distribution adds methods, benchmarks, evaluators, model providers or tools by declaring
-entry points in the groups of :data:`GROUPS`. An entry point names either a module, whose
+entry points in the groups ``maslab.methods``, ``maslab.benchmarks``, ``maslab.evaluators``,
+``maslab.providers`` and ``maslab.tools``. An entry point names either a module, whose
 import registers things with the usual decorators (``@register_method("name")``, ...), or the
 object itself (a class; for a provider or a tool, its factory), which is registered under the
 entry point's name. A plugin that fails to load is skipped with a one-line warning naming it,
@@ -24,9 +25,6 @@ from typing import Any
 
 from maslab.errors import ConfigError
 from maslab.secrets import redact
-
-GROUPS = ("maslab.methods", "maslab.benchmarks", "maslab.evaluators", "maslab.providers",
-          "maslab.tools")  # fmt: skip
 
 log = logging.getLogger(__name__)
 # top-level package of every plugin loaded so far -> the distribution that installed it

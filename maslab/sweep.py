@@ -249,8 +249,8 @@ def parse_only(text: str) -> dict[str, str]:
         key, sep, glob = (part.strip() for part in term.partition("="))
         if not sep or key not in ONLY_KEYS or not glob:
             raise ConfigError(
-                f"--only {text!r}: '{term}' is not KEY=GLOB with KEY one of {', '.join(ONLY_KEYS)} "
-                "(e.g. --only method=llm_debate,benchmark=arith)"
+                f"--only {text}: '{term.strip()}' is not KEY=GLOB with KEY one of "
+                f"{', '.join(ONLY_KEYS)} (e.g. --only method=llm_debate,benchmark=arith)"
             )
         pattern[key] = glob
     return pattern

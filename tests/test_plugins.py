@@ -216,3 +216,27 @@ def test_import_takes_a_dotted_name_from_the_current_directory(
     monkeypatch.chdir(tmp_path)
     assert main(["list", "methods", "--import", "lab_methods_xyz.echo"]) == 0
     assert "module lab_methods_xyz.echo" in row(capsys.readouterr().out, "dotted_method")
+
+
+def test_list_copes_with_plugin_code_that_fails(monkeypatch, capsys):
+    from maslab import benchmark, tools
+    from maslab.benchmark import Benchmark
+
+    def failing() -> tools.Tool:
+        raise RuntimeError("no tool today")
+
+    class NeedsOptions(Benchmark):
+        def __init__(self, path: str) -> None:
+            super().__init__()
+
+    from maslab.cli.console import console
+
+    monkeypatch.setattr(console, "_width", 200)  # rows unwrapped
+    benchmark.list_benchmarks()
+    monkeypatch.setitem(benchmark._BENCHMARKS._classes, "zz_needs_options", NeedsOptions)
+    monkeypatch.setitem(tools._FACTORIES, "zz_failing", failing)
+    assert main(["list", "tools"]) == 0
+    assert "(its factory fails: RuntimeError: no tool today)" in capsys.readouterr().out
+    assert main(["list", "benchmarks"]) == 0
+    listed = row(capsys.readouterr().out, "zz_needs_options")
+    assert "data unknown (TypeError:" in listed and f"module {__name__}" in listed

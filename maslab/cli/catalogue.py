@@ -47,6 +47,20 @@ def _benchmark_rows() -> list[tuple[str, object, str]]:
     return rows
 
 
+def _tool_rows() -> list[tuple[str, object, str]]:
+    """Each tool with its description (its factory is plugin code: a failing one still lists)."""
+    from maslab.tools import tool_factories
+
+    rows = []
+    for name, factory in tool_factories().items():
+        try:
+            text = factory().description
+        except Exception as exc:
+            text = f"(its factory fails: {describe(exc)})"
+        rows.append((name, factory, text))
+    return rows
+
+
 def _model_rows(endpoints: Path | None) -> list[tuple[str, object, str]]:
     """Providers, the embedded presets and the aliases of an endpoints file."""
     from maslab.llm.endpoints import load_endpoints
@@ -88,9 +102,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         rows = [(n, get_evaluator(n), _summary(get_evaluator(n))) for n in list_evaluators()]
     elif args.what == "tools":
-        from maslab.tools import tool_factories
-
-        rows = [(n, f, f().description) for n, f in tool_factories().items()]
+        rows = _tool_rows()
     else:
         rows = _model_rows(args.endpoints)
     table = Table(show_header=False, box=None)
