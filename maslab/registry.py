@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
 from maslab.errors import ConfigError
+from maslab.plugins import PluginGroup
 
 C = TypeVar("C", bound=type)
 
@@ -17,14 +17,15 @@ class Registry(Generic[C]):
     """Classes registered under explicit names; lookups never guess by substring.
 
     ``package`` is imported on first lookup (it registers the bundled classes); installed
-    distributions can add more through the entry-point group ``maslab.<kind>s``.
+    distributions can add more through the entry-point group ``maslab.<kind>s`` (see
+    :mod:`maslab.plugins`).
     """
 
     def __init__(self, kind: str, package: str) -> None:
         self.kind = kind
         self.package = package
         self._classes: dict[str, C] = {}
-        self._discovered = False
+        self._plugins = PluginGroup(f"maslab.{kind}s", self._add_plugin)
 
     def register(self, name: str) -> Callable[[C], C]:
         """Class decorator; sets ``cls.name``."""
@@ -39,20 +40,16 @@ class Registry(Generic[C]):
 
         return add
 
+    def _add_plugin(self, name: str, cls: C) -> None:
+        """Register a plugin's class under its entry point's name, unless its import did."""
+        if not isinstance(cls, type):
+            raise TypeError(f"{cls!r} is not a {self.kind} class")
+        if cls not in self._classes.values():
+            self.register(name)(cls)
+
     def _discover(self) -> None:
-        if self._discovered:
-            return
-        self._discovered = True
         importlib.import_module(self.package)
-        for plugin in entry_points(group=f"maslab.{self.kind}s"):
-            try:
-                plugin.load()
-            except Exception as exc:  # third-party code: name the plugin, not our traceback
-                problem = (str(exc).splitlines() or [type(exc).__name__])[0]
-                raise ConfigError(
-                    f"{self.kind} plugin '{plugin.name}' ({plugin.value}) failed to load: "
-                    f"{type(exc).__name__}: {problem}; fix or uninstall it"
-                ) from exc
+        self._plugins.load()
 
     def names(self) -> list[str]:
         self._discover()

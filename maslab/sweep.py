@@ -14,14 +14,20 @@ repeats: 1
 sampling: {temperature: 0.5, max_tokens: 2048}
 evaluator: llm_judge          # optional; then judge_model is required
 judge_model: openai:gpt-4o-mini
+
+A file is checked as a whole (names, configs, providers, endpoint aliases) before anything runs.
+What only the environment can make right (an API key variable, a dataset) is checked per cell,
+by the caller, so one missing piece sets aside only the cells that need it.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import inspect
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -139,9 +145,9 @@ class Sweep(BaseModel):
     @field_validator("models")
     @classmethod
     def _specs(cls, models: list[str], info: ValidationInfo) -> list[str]:
-        """Servable models: known providers and aliases, API key variables set."""
+        """Known providers and aliases (API keys are the cells' business)."""
         for spec in models:
-            check_model(spec, info.data.get("endpoints"))
+            check_model(spec, info.data.get("endpoints"), keys=False)
         return models
 
     @field_validator("methods")
@@ -149,14 +155,14 @@ class Sweep(BaseModel):
     def _role_models(cls, methods: list[MethodCell], info: ValidationInfo) -> list[MethodCell]:
         for cell in methods:
             for spec in role_models(cell.model_roles):
-                check_model(spec, info.data.get("endpoints"))
+                check_model(spec, info.data.get("endpoints"), keys=False)
         return methods
 
     @field_validator("judge_model")
     @classmethod
     def _judge(cls, spec: str | None, info: ValidationInfo) -> str | None:
         if spec is not None:
-            check_model(spec, info.data.get("endpoints"))
+            check_model(spec, info.data.get("endpoints"), keys=False)
         return spec
 
     @field_validator("evaluator")
@@ -175,41 +181,104 @@ class Sweep(BaseModel):
             raise unused_judge("judge_model", sorted(evaluators))
         return self
 
-    def configs(self) -> list[RunConfig]:
-        """One run config per cell, each in its own directory under ``out``."""
+    def cells(self, *, limit: int | None = None) -> list[Cell]:
+        """One run per benchmark x method x model, each in its own directory under ``out``;
+        ``limit`` caps every cell's number of tasks."""
         cache = str(default_response_cache()) if self.cache is True else (self.cache or None)
-        runs = []
+        cells = []
         for bench, method, model in itertools.product(self.benchmarks, self.methods, self.models):
             label = method.label or method.name
             slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
-            runs.append(
-                RunConfig(
-                    method=method.name,
-                    method_config=method.config,
-                    benchmark=bench.name,
-                    benchmark_options=bench.options,
-                    split=bench.split,
-                    limit=bench.limit or self.limit,
-                    data=bench.data,
-                    model=model,
-                    model_roles=method.model_roles,
-                    endpoints=self.endpoints,
-                    sampling=self.sampling,
-                    repeats=self.repeats,
-                    seed=self.seed,
-                    concurrency=self.concurrency,
-                    evaluator=self.evaluator,
-                    evaluator_options=judge_options(
-                        self.evaluator or get_benchmark(bench.name).evaluator, self.judge_model
-                    ),
-                    cache=cache,
-                    strict_sandbox=self.strict_sandbox,
-                    out=str(Path(self.out) / bench.name / label / slug),
-                )
+            caps = [n for n in (bench.limit or self.limit, limit) if n is not None]
+            config = RunConfig(
+                method=method.name,
+                method_config=method.config,
+                benchmark=bench.name,
+                benchmark_options=bench.options,
+                split=bench.split,
+                limit=min(caps, default=None),
+                data=bench.data,
+                model=model,
+                model_roles=method.model_roles,
+                endpoints=self.endpoints,
+                sampling=self.sampling,
+                repeats=self.repeats,
+                seed=self.seed,
+                concurrency=self.concurrency,
+                evaluator=self.evaluator,
+                evaluator_options=judge_options(
+                    self.evaluator or get_benchmark(bench.name).evaluator, self.judge_model
+                ),
+                cache=cache,
+                strict_sandbox=self.strict_sandbox,
+                out=str(Path(self.out) / bench.name / label / slug),
             )
-        return runs
+            cells.append(Cell(bench.name, method.name, label, model, config))
+        return cells
 
 
-def load_sweep(path: str | Path) -> Sweep:
-    """Read and validate a sweep file (errors name the file, line and field)."""
-    return load_yaml(path, Sweep)
+@dataclass(frozen=True)
+class Cell:
+    """One run of a sweep; ``label`` is the method's label in the file (its name by default)."""
+
+    benchmark: str
+    method: str
+    label: str
+    model: str
+    config: RunConfig
+
+    def __str__(self) -> str:
+        return f"{self.benchmark}/{self.label}/{self.model}"
+
+    def matches(self, pattern: dict[str, str]) -> bool:
+        """Whether every ``key: glob`` of ``pattern`` (see :func:`parse_only`) fits this cell;
+        ``method`` fits the method's name or its label."""
+        values = {
+            "benchmark": (self.benchmark,),
+            "method": (self.method, self.label),
+            "model": (self.model,),
+        }
+        return all(
+            any(fnmatch.fnmatchcase(value, glob) for value in values[key])
+            for key, glob in pattern.items()
+        )
+
+
+ONLY_KEYS = ("method", "benchmark", "model")
+
+
+def parse_only(text: str) -> dict[str, str]:
+    """``method=llm_debate,benchmark=ar*`` -> ``{"method": "llm_debate", "benchmark": "ar*"}``:
+    comma-separated ``KEY=GLOB`` terms, KEY one of method, benchmark, model."""
+    pattern: dict[str, str] = {}
+    for term in text.split(","):
+        key, sep, glob = (part.strip() for part in term.partition("="))
+        if not sep or key not in ONLY_KEYS or not glob:
+            raise ConfigError(
+                f"--only {text}: '{term.strip()}' is not KEY=GLOB with KEY one of "
+                f"{', '.join(ONLY_KEYS)} (e.g. --only method=llm_debate,benchmark=arith)"
+            )
+        pattern[key] = glob
+    return pattern
+
+
+def select(cells: Sequence[Cell], only: Sequence[str]) -> list[Cell]:
+    """The cells that match any of the ``--only`` patterns (all cells when there are none); a
+    :class:`ConfigError` when the patterns match no cell."""
+    if not only:
+        return list(cells)
+    patterns = [parse_only(text) for text in only]
+    chosen = [cell for cell in cells if any(cell.matches(p) for p in patterns)]
+    if not chosen:
+        listed = ", ".join(map(str, cells))
+        raise ConfigError(f"--only {' '.join(only)} matches no cell; the cells: {listed}")
+    return chosen
+
+
+def load_sweep(path: str | Path, *, models: Sequence[str] = ()) -> Sweep:
+    """Read and validate a sweep file (errors name the file, line and field); ``models``, when
+    given, replace the file's."""
+    sweep = load_yaml(path, Sweep)
+    for spec in models:
+        check_model(spec, sweep.endpoints, keys=False)
+    return sweep.model_copy(update={"models": list(models)}) if models else sweep

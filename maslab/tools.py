@@ -6,8 +6,10 @@ observation text. An agent writes ``{"tool": "add", "arguments": {"a": 2, "b": 3
 :func:`parse_tool_call` reads it defensively and :func:`run_tool` runs it, turning an unknown
 tool, bad arguments or a failing tool into an error observation instead of an exception.
 
-Tools are registered by name (:func:`register_tool`) so method configs can list them. Built in:
-``add``, ``subtract``, ``multiply``, ``divide``, ``compare`` and ``python`` (the sandbox).
+Tools are registered by name (:func:`register_tool`, or by an installed distribution through the
+entry-point group ``maslab.tools``: the entry point's name is the tool's, its object the factory)
+so method configs can list them. Built in: ``add``, ``subtract``, ``multiply``, ``divide``,
+``compare`` and ``python`` (the sandbox).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pydantic import (
 
 from maslab.errors import BudgetExceeded, ConfigError, LLMError
 from maslab.parsing import parse_model
+from maslab.plugins import PluginGroup
 from maslab.sandbox import Limits, arun_python
 
 _TYPES: dict[str, Any] = {
@@ -122,12 +125,22 @@ def register_tool(name: str, factory: Callable[[], Tool]) -> None:
     _FACTORIES[name] = factory
 
 
+_PLUGINS = PluginGroup("maslab.tools", register_tool)
+
+
+def tool_factories() -> dict[str, Callable[[], Tool]]:
+    """The registered tool factories by name, installed plugins included."""
+    _PLUGINS.load()
+    return dict(sorted(_FACTORIES.items()))
+
+
 def get_tools(names: Sequence[str]) -> list[Tool]:
     """Fresh tools for ``names``; a ConfigError names the registered ones."""
-    if unknown := [n for n in names if n not in _FACTORIES]:
-        known = ", ".join(sorted(_FACTORIES))
+    factories = tool_factories()
+    if unknown := [n for n in names if n not in factories]:
+        known = ", ".join(factories)
         raise ConfigError(f"unknown tools {', '.join(map(repr, unknown))}; known: {known}")
-    return [_FACTORIES[name]() for name in names]
+    return [factories[name]() for name in names]
 
 
 def _registered(names: list[str]) -> list[str]:

@@ -297,8 +297,8 @@ def test_a_sweep_cell_takes_model_roles(tmp_path):
         "models: ['scripted:echo']\nbenchmarks: [gsm8k]\nmethods:\n"
         "  - {name: mad, model_roles: {judge: 'scripted:echo', moderator: {temperature: 0}}}\n"
     )
-    (config,) = load_sweep(sweep).configs()
-    assert config.model_roles == {
+    (cell,) = load_sweep(sweep).cells()
+    assert cell.config.model_roles == {
         "judge": {"model": "scripted:echo"},
         "moderator": {"temperature": 0},
     }

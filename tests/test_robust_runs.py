@@ -110,7 +110,9 @@ def test_a_run_that_fails_validation_leaves_no_directory(tmp_path, capsys, monke
     assert not out.exists()
 
 
-def test_a_sweep_checks_every_cell_before_running_any(tmp_path, capsys, monkeypatch):
+def test_a_sweep_sets_aside_a_cell_without_its_key_before_running_any(
+    tmp_path, capsys, monkeypatch
+):
     monkeypatch.delenv("MASLAB_NO_SUCH_KEY", raising=False)
     endpoints = tmp_path / "endpoints.yaml"
     endpoints.write_text(
@@ -122,9 +124,12 @@ def test_a_sweep_checks_every_cell_before_running_any(tmp_path, capsys, monkeypa
         f"models: ['scripted:{SCRIPT}', 'openai:keyed']\nmethods: [vanilla]\n"
         f"benchmarks: [{{name: gsm8k, data: '{GSM8K}'}}]\ncache: false\n"
     )
-    assert main(["sweep", str(sweep), "--quiet"]) == 2
-    assert "MASLAB_NO_SUCH_KEY" in capsys.readouterr().err
-    assert not (tmp_path / "sweep").exists()  # not even the valid cell ran
+    assert main(["sweep", str(sweep), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    set_aside = out.index("set aside gsm8k/vanilla/openai:keyed: environment variable")
+    assert set_aside < out.index("accuracy 60.0%")  # checked before the other cell ran
+    assert "1 cell failed" in out and "MASLAB_NO_SUCH_KEY" in out.split("1 cell failed")[1]
+    assert not (tmp_path / "sweep" / "gsm8k" / "vanilla" / "openai_keyed").exists()
 
 
 def test_refused_credentials_stop_the_run_early_and_say_why(tmp_path, capsys, monkeypatch):

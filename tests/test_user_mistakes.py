@@ -263,6 +263,45 @@ CLI = {
             "methods: [vanilla]\nbenchmarks: [gsm8k]\n",
         },
     ),
+    "a sweep --only term that is not KEY=GLOB": Cli(
+        ("sweep", "{tmp}/s.yaml", "--only", "colour=red"),
+        "'colour=red' is not KEY=GLOB with KEY one of method, benchmark, model",
+        files={"s.yaml": SWEEP},
+    ),
+    "a sweep --only that matches no cell": Cli(
+        ("sweep", "{tmp}/s.yaml", "--only", "method=debate"),
+        "--only method=debate matches no cell; the cells: gsm8k/vanilla/scripted:",
+        files={"s.yaml": SWEEP},
+    ),
+    "a sweep --model with an unknown provider": Cli(
+        ("sweep", "{tmp}/s.yaml", "--model", "opena:gpt-4o"),
+        "unknown model provider 'opena' in 'opena:gpt-4o'; did you mean 'openai'?",
+        files={"s.yaml": SWEEP},
+    ),
+    "a sweep none of whose cells can start": Cli(
+        ("sweep", "{tmp}/s.yaml", "--quiet"),
+        "s.yaml could start; the table above says why",
+        files={"s.yaml": SWEEP},
+        patch=no_datasets,
+    ),
+    # --import
+    "--import of a file that does not exist": Cli(
+        ("list", "methods", "--import", "{tmp}/nope.py"), "nope.py: file not found"
+    ),
+    "--import of a module that does not exist": Cli(
+        (*RUN, "--import", "no_such_module_xyz"),
+        "--import no_such_module_xyz: ModuleNotFoundError: No module named 'no_such_module_xyz'",
+    ),
+    "--import of a file that raises": Cli(
+        ("sweep", "{tmp}/s.yaml", "--import", "{tmp}/raises.py"),
+        "raises.py: RuntimeError: boom",
+        files={"s.yaml": SWEEP, "raises.py": "raise RuntimeError('boom')\n"},
+    ),
+    "--import of a file with a syntax error": Cli(
+        ("list", "methods", "--import", "{tmp}/broken.py"),
+        "broken.py: SyntaxError: invalid syntax (broken.py, line 1)",
+        files={"broken.py": "def (\n"},
+    ),
     # data commands
     "data fetch without the hf extra": Cli(
         ("data", "fetch", "gsm8k"),
@@ -406,18 +445,6 @@ def test_list_methods_copes_with_a_plugin_without_a_docstring(monkeypatch, capsy
     monkeypatch.setitem(method._METHODS._classes, "zz_plugin", plugin)
     assert main(["list", "methods"]) == 0
     assert "zz_plugin" in (out := capsys.readouterr().out) and "(no description)" in out
-
-
-def test_a_plugin_that_fails_to_load_is_named(monkeypatch):
-    from importlib.metadata import EntryPoint
-
-    from maslab import registry
-
-    broken = EntryPoint("broken", "no_such_module_xyz:Method", "maslab.methods")
-    monkeypatch.setattr(registry, "entry_points", lambda group: [broken])
-    fresh = registry.Registry("method", "maslab.methods")
-    with pytest.raises(ConfigError, match=r"method plugin 'broken' .* failed to load"):
-        fresh.names()
 
 
 def test_show_wraps_a_long_question_instead_of_cutting_it(runs, tmp_path):

@@ -17,16 +17,17 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
 
-from maslab.cli import catalogue, reading, run
+from maslab.cli import catalogue, reading, run, sweep
 from maslab.cli.console import Parser, RunStopped, Terminated
 from maslab.errors import MaslabError
+from maslab.plugins import import_module
 from maslab.secrets import redact
 
 
 def build_parser() -> Parser:
     parser = Parser(prog="maslab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (run, reading, catalogue):
+    for commands in (run, sweep, reading, catalogue):
         commands.add_commands(sub)
     return parser
 
@@ -76,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # only the main thread may handle signals
     previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     try:
+        for module in getattr(args, "imports", ()):
+            import_module(module)
         status = args.func(args)
         sys.stdout.flush()
         return status

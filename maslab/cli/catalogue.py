@@ -3,24 +3,97 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
 
 from maslab import defaults
-from maslab.cli.console import console
+from maslab.cli.console import console, import_option
 from maslab.errors import ConfigError
 from maslab.paths import default_response_cache
+from maslab.plugins import describe, origin
+
+if TYPE_CHECKING:
+    from maslab.benchmark import Benchmark
 
 
-def _summary(cls: type) -> str:
-    """The first line of a class's own docstring (not inherited); plugins need not have one."""
-    lines = (cls.__doc__ or "").strip().splitlines()
+def _summary(obj: object) -> str:
+    """The first line of an object's own docstring (not inherited); plugins need not have one."""
+    lines = (obj.__doc__ or "").strip().splitlines()
     return lines[0] if lines else "(no description)"
 
 
+def _benchmark_rows() -> list[tuple[str, object, str]]:
+    """Each benchmark with whether its test split works offline, and how to add it if not."""
+    from maslab.benchmark import get_benchmark, list_benchmarks
+    from maslab.data import data_path
+
+    rows = []
+    for name in list_benchmarks():
+        cls = get_benchmark(name)
+        try:  # plugin code: a benchmark that cannot tell still lists
+            bench = cls()
+            if data_path(name).is_file():
+                data = f"offline: cached {data_path(name)}"
+            elif bench.packaged_records("test") is not None:
+                data = f"offline: {bench.packaged_source('test')}"
+            else:
+                data = f"needs {' or '.join(_ways_to_add(bench, 'test'))}"
+        except Exception as exc:
+            data = f"data unknown ({describe(exc)})"
+        rows.append((name, cls, f"{cls.domain or '?'}; scored by {cls.evaluator}; {data}"))
+    return rows
+
+
+def _tool_rows() -> list[tuple[str, object, str]]:
+    """Each tool with its description (its factory is plugin code: a failing one still lists)."""
+    from maslab.tools import tool_factories
+
+    rows = []
+    for name, factory in tool_factories().items():
+        try:
+            text = factory().description
+        except Exception as exc:
+            text = f"(its factory fails: {describe(exc)})"
+        rows.append((name, factory, text))
+    return rows
+
+
+def _model_rows(endpoints: Path | None) -> list[tuple[str, object, str]]:
+    """Providers, the embedded presets and the aliases of an endpoints file."""
+    from maslab.defaults import DEMO_MODEL
+    from maslab.llm.endpoints import load_endpoints
+    from maslab.llm.local import INSTALL_HINT, PRESETS, resolve_gguf
+    from maslab.llm.registry import providers
+
+    rows: list[tuple[str, object, str]] = [
+        (f"{prefix}:<name>", factory, _summary(factory)) for prefix, factory in providers().items()
+    ]
+    for preset, (package, filename) in PRESETS.items():
+        try:
+            resolve_gguf(preset)
+            ready = importlib.util.find_spec("llama_cpp") is not None
+        except ConfigError:
+            ready = False
+        spec = f"local:{preset}"
+        default = ", the default model" if spec == DEMO_MODEL else ""
+        state = "runs offline" if ready else f"needs {INSTALL_HINT}"
+        rows.append((spec, "bundled", f"embedded preset {filename} ({package}{default}); {state}"))
+    if endpoints:
+        for alias, served in load_endpoints(endpoints).items():
+            urls = ", ".join(endpoint.base_url for endpoint in served)
+            rows.append((f"openai:{alias}", str(endpoints), urls))
+    return rows
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    """One row per item: its name, where it comes from (bundled, the plugin's distribution, a
+    module) and what it is."""
+    rows: list[tuple[str, object, str]]
     if args.what == "methods":
         from maslab.method import get_method, list_methods
 
@@ -28,30 +101,21 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name in list_methods():
             cls = get_method(name)
             roles = f" Roles: {', '.join(cls.roles)}." if cls.roles else ""
-            rows.append((name, _summary(cls) + roles))
+            rows.append((name, cls, _summary(cls) + roles))
     elif args.what == "benchmarks":
-        from maslab.benchmark import get_benchmark, list_benchmarks
-
-        rows = []
-        for name in list_benchmarks():
-            cls = get_benchmark(name)
-            rows.append((name, f"{cls.domain}; scored by {cls.evaluator}"))
+        rows = _benchmark_rows()
     elif args.what == "evaluators":
         from maslab.evaluation import get_evaluator, list_evaluators
 
-        rows = [(n, _summary(get_evaluator(n))) for n in list_evaluators()]
+        rows = [(n, get_evaluator(n), _summary(get_evaluator(n))) for n in list_evaluators()]
+    elif args.what == "tools":
+        rows = _tool_rows()
     else:
-        from maslab.llm.endpoints import load_endpoints
-        from maslab.llm.registry import providers
-
-        rows = [(f"{p}:<name>", "provider") for p in providers()]
-        if args.endpoints:
-            rows += [
-                (f"openai:{alias}", "endpoints file") for alias in load_endpoints(args.endpoints)
-            ]
+        rows = _model_rows(args.endpoints)
     table = Table(show_header=False, box=None)
-    for name, text in rows:
-        table.add_row(f"[bold]{name}[/]", text)
+    for name, source, text in rows:
+        where = source if isinstance(source, str) else origin(source)
+        table.add_row(f"[bold]{escape(name)}[/]", f"[dim]{escape(where)}[/]", escape(text))
     console.print(table)
     return 0
 
@@ -87,14 +151,19 @@ def _no_data_file(name: str, split: str, path: Path) -> str:
     bench = get_benchmark(name)()
     if split in bench.splits and bench.packaged_records(split) is not None:
         return f"{name} {split} data is built in, with no file: {bench.source(split)}"
-    option = f" --split {split}" if split != defaults.SPLIT else ""
-    ways = [f"`maslab data import {name} FILE{option}`"]
-    if bench.hub is not None and split in bench.splits:
-        ways.insert(0, f"`maslab data fetch {name}{option}`")
     return (
         f"{name} {split} data is not in the cache (it would be {path}); "
-        f"add it with {' or '.join(ways)}"
+        f"add it with {' or '.join(_ways_to_add(bench, split))}"
     )
+
+
+def _ways_to_add(bench: Benchmark, split: str) -> list[str]:
+    """The commands that put ``split`` of ``bench`` into the data cache."""
+    option = f" --split {split}" if split != defaults.SPLIT else ""
+    ways = [f"`maslab data import {bench.name} FILE{option}`"]
+    if bench.hub is not None and split in bench.splits:
+        ways.insert(0, f"`maslab data fetch {bench.name}{option}`")
+    return ways
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
@@ -110,9 +179,17 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("list", help="list methods, benchmarks, evaluators or models")
-    p.add_argument("what", choices=["methods", "benchmarks", "evaluators", "models"])
+    p = sub.add_parser(
+        "list",
+        help="list methods, benchmarks, evaluators, tools or models, and where each comes from",
+        description="Each row: the name, where it comes from (bundled, the distribution of the "
+        "plugin that installed it, or the module that defined it) and what it is. Benchmarks "
+        "say whether they work offline; models list the providers, the embedded presets and, "
+        "with --endpoints, the file's aliases.",
+    )
+    p.add_argument("what", choices=["methods", "benchmarks", "evaluators", "tools", "models"])
     p.add_argument("--endpoints", type=Path)
+    import_option(p)
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser(

@@ -81,6 +81,20 @@ def number(
 COUNT = number(int, 1)
 
 
+def import_option(p: argparse.ArgumentParser) -> None:
+    """``--import MODULE`` (repeatable): :func:`maslab.cli.main` imports each before the command
+    resolves any name, so what they register can be named."""
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module first (a dotted name or a .py file) so the methods, benchmarks, "
+        "evaluators, providers or tools it registers can be named; repeatable",
+    )
+
+
 def run_dir(path: Path) -> RunStore:
     """The run in ``path``, or a one-line error saying why it is not one."""
     from maslab.results import RunStore

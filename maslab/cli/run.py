@@ -1,5 +1,5 @@
-"""``maslab run`` and ``maslab sweep``: validate everything, run with a progress bar, print the
-summary, write the report."""
+"""``maslab run``: validate everything, run with a progress bar, print the summary, write the
+report."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import orjson
 from rich.markup import escape
 
 from maslab import defaults
-from maslab.cli.console import COUNT, RunStopped, console, number
+from maslab.cli.console import COUNT, RunStopped, console, import_option, number
 from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
 from maslab.errors import ConfigError, MaslabError
 from maslab.paths import default_response_cache
@@ -182,25 +182,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if any(r.status == "error" for r in records) else 0
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from maslab.runner import Runner
-    from maslab.sweep import load_sweep
-
-    sweep = load_sweep(args.file)
-    runners = [Runner(config) for config in sweep.configs()]  # every cell valid before any runs
-    failures = 0
-    for runner in runners:
-        records = execute(runner, quiet=args.quiet)
-        failures += any(r.status == "error" for r in records)
-    console.print(f"sweep done: {len(runners)} runs under {sweep.out}")
-    from maslab.report import build_report
-
-    outs = [runner.config.out for runner in runners]
-    report = build_report(outs, Path(sweep.out) / "report.html")
-    console.print(f"report: {report}")
-    return 1 if failures else 0
-
-
 def run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", required=True)
     p.add_argument("--benchmark", required=True)
@@ -269,9 +250,5 @@ def run_options(p: argparse.ArgumentParser) -> None:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a method on a benchmark (resumable)")
     run_options(p)
+    import_option(p)
     p.set_defaults(func=cmd_run)
-
-    p = sub.add_parser("sweep", help="run a grid of methods x benchmarks x models from YAML")
-    p.add_argument("file", type=Path)
-    p.add_argument("--quiet", action="store_true")
-    p.set_defaults(func=cmd_sweep)

@@ -5,7 +5,9 @@ Every stack is composed the same way::
     Cached -> Retrying -> Balanced -> Limited(endpoint) -> transport      (openai)
     Cached -> Retrying -> provider                                         (others)
 
-The cache is optional. Providers register with :func:`register_provider`.
+The cache is optional. Providers register with :func:`register_provider`, or from an installed
+distribution through the entry-point group ``maslab.providers`` (the entry point's name is the
+prefix, its object the factory; see :mod:`maslab.plugins`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from maslab.llm.openai_compat import openai_transport
 from maslab.llm.pool import Balanced, Limited
 from maslab.llm.retry import Retrying, RetryPolicy
 from maslab.llm.types import ChatModelBase
+from maslab.plugins import PluginGroup
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,15 @@ def register_provider(prefix: str) -> Callable[[ProviderFactory], ProviderFactor
     return add
 
 
-def providers() -> list[str]:
-    return sorted(_PROVIDERS)
+_PLUGINS = PluginGroup(
+    "maslab.providers", lambda prefix, factory: register_provider(prefix)(factory)
+)
+
+
+def providers() -> dict[str, ProviderFactory]:
+    """The registered providers by prefix, installed plugins included."""
+    _PLUGINS.load()
+    return dict(sorted(_PROVIDERS.items()))
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -64,7 +74,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
     provider, sep, name = spec.partition(":")
     if not sep:
         raise ConfigError(f"model spec '{spec}' needs a provider prefix, e.g. 'openai:{spec}'")
-    if provider not in _PROVIDERS:
+    if provider not in providers():
         close = difflib.get_close_matches(provider, _PROVIDERS, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(
@@ -74,18 +84,20 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return provider, name
 
 
-def check_model(spec: str, endpoints: Endpoints = None) -> None:
+def check_model(spec: str, endpoints: Endpoints = None, *, keys: bool = True) -> None:
     """Raise the :class:`ConfigError` that loading ``spec`` would, without loading it: an
-    unknown provider, an alias missing from ``endpoints``, an unset API key variable."""
+    unknown provider, an alias missing from ``endpoints``, an unset API key variable (unless
+    ``keys`` is False: a spec that can be right before its key is set)."""
     provider, name = parse_spec(spec)
     if provider == "openai":
         alias, served_by = resolve_endpoints(name, endpoints_table(endpoints))
-        for endpoint in served_by:
+        for endpoint in served_by if keys else ():
             endpoint.api_key(alias)
 
 
 @register_provider("openai")
 def _openai(name: str, settings: ModelSettings) -> ChatModelBase:
+    """OpenAI or any OpenAI-compatible server: an endpoints-file alias, or <model>@<URL>."""
     alias, endpoints = resolve_endpoints(name, settings.endpoints)
     limited = [
         Limited(openai_transport(e, e.model or alias, e.api_key(alias)), e.max_concurrency, e.rpm)
@@ -96,6 +108,7 @@ def _openai(name: str, settings: ModelSettings) -> ChatModelBase:
 
 @register_provider("litellm")
 def _litellm(name: str, settings: ModelSettings) -> ChatModelBase:
+    """Whatever litellm speaks, <provider/model> (needs maslab[litellm])."""
     from maslab.llm.litellm_provider import LiteLLMModel
 
     return LiteLLMModel(name)
@@ -103,6 +116,7 @@ def _litellm(name: str, settings: ModelSettings) -> ChatModelBase:
 
 @register_provider("local")
 def _local(name: str, settings: ModelSettings) -> ChatModelBase:
+    """In-process llama.cpp on an embedded preset or a .gguf path (needs maslab[local])."""
     from maslab.llm.local import LocalModel
 
     return LocalModel(name)
@@ -110,6 +124,7 @@ def _local(name: str, settings: ModelSettings) -> ChatModelBase:
 
 @register_provider("scripted")
 def _scripted(name: str, settings: ModelSettings) -> ChatModelBase:
+    """Deterministic answers for tests and demos: echo, or a .json/.yaml script file."""
     from maslab.testing.scripted import ScriptedModel, load_script
 
     return ScriptedModel(load_script(name), name=f"scripted:{name}")

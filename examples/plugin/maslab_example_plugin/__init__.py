@@ -1,0 +1,1 @@
+"""A worked example of a maslab plugin (see ``pyproject.toml`` for the entry points)."""

@@ -1,0 +1,128 @@
+"""``maslab sweep``: options that override the file, and cells that fail without stopping the
+others."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from maslab.cli import main
+from maslab.errors import ConfigError
+from maslab.sweep import load_sweep, parse_only, select
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+GSM8K = FIXTURES / "gsm8k_small.jsonl"
+
+
+def results(run: Path) -> int:
+    return len((run / "results.jsonl").read_bytes().splitlines())
+
+
+def failure_lines(out: str) -> list[str]:
+    """The lines of the closing table of failed cells."""
+    return [line.strip() for line in out.split(" failed:\n", 1)[1].strip().splitlines()]
+
+
+def test_a_missing_dataset_sets_aside_its_cell_and_the_others_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MASLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setitem(sys.modules, "datasets", None)  # no Hub: gsm8k has no data here
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        f"out: {tmp_path / 'sweep'}\nmodels: ['scripted:echo']\nmethods: [vanilla]\n"
+        "benchmarks: [gsm8k, arith]\nlimit: 2\ncache: false\n"
+    )
+    assert main(["sweep", str(sweep), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert results(tmp_path / "sweep" / "arith" / "vanilla" / "scripted_echo") == 2
+    assert not (tmp_path / "sweep" / "gsm8k").exists()
+    assert "sweep done: 1 of 2 runs finished" in out
+    assert (tmp_path / "sweep" / "report.html").is_file()
+    (line,) = failure_lines(out)
+    assert line.split()[:3] == ["gsm8k/vanilla/scripted:echo", "before", "running"]
+    assert "gsm8k data not found: pass --data FILE" in line
+
+
+def test_an_unreachable_endpoint_and_errored_samples_are_tabled(tmp_path, capsys):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (tmp_path / "endpoints.yaml").write_text(
+        f"down:\n  - base_url: http://127.0.0.1:{port}/v1\n    retry: {{attempts: 1}}\n"
+    )
+    (tmp_path / "one.yaml").write_text("['The answer is 1.']\n")  # the second call fails
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        f"out: {tmp_path / 'sweep'}\nendpoints: {tmp_path / 'endpoints.yaml'}\n"
+        f"models: ['scripted:{tmp_path / 'one.yaml'}', openai:down]\nmethods: [vanilla]\n"
+        "benchmarks: [arith]\nlimit: 4\nconcurrency: 1\ncache: false\n"
+    )
+    assert main(["sweep", str(sweep), "--quiet"]) == 1
+    scripted, down = failure_lines(capsys.readouterr().out)
+    assert "samples errored" in scripted and "ScriptError: script used up" in scripted
+    assert down.startswith("arith/vanilla/openai:down")
+    assert "while running" in down and "stopped after 3 samples failed" in down
+
+
+def test_model_limit_and_only_override_the_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the file's model is never used
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        f"out: {tmp_path / 'sweep'}\nmodels: [openai:gpt-4o-mini]\n"
+        "methods: [vanilla, {name: llm_debate, config: {agents: 2, rounds: 1}, label: debate2}]\n"
+        f"benchmarks: [arith, {{name: gsm8k, data: '{GSM8K}'}}]\nlimit: 5\ncache: false\n"
+    )
+    argv = ["sweep", str(sweep), "--quiet", "--model", "scripted:echo", "--limit", "2",
+            "--only", "method=debate2", "--only", "benchmark=gsm*,method=vanilla"]  # fmt: skip
+    assert main(argv) == 0
+    assert "sweep done: 3 of 3 runs finished" in capsys.readouterr().out
+    ran = sorted(p.parent.relative_to(tmp_path / "sweep").as_posix()
+                 for p in (tmp_path / "sweep").rglob("results.jsonl"))  # fmt: skip
+    assert ran == [
+        "arith/debate2/scripted_echo",
+        "gsm8k/debate2/scripted_echo",
+        "gsm8k/vanilla/scripted_echo",
+    ]
+    assert all(results(tmp_path / "sweep" / run) == 2 for run in ran)
+
+
+def test_only_patterns_match_names_labels_and_globs(tmp_path):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "models: ['scripted:echo', 'openai:gpt-4o-mini']\n"
+        "methods: [vanilla, {name: llm_debate, label: debate-llm-agg}]\n"
+        "benchmarks: [arith, {name: arith, limit: 3}]\nlimit: 10\n"
+    )
+    cells = load_sweep(sweep).cells(limit=4)
+    assert len(cells) == 8 and {c.config.limit for c in cells} == {3, 4}  # capped, not raised
+    assert parse_only(" model = openai:* , method=llm_debate") == {
+        "model": "openai:*",
+        "method": "llm_debate",
+    }
+    chosen = select(cells, ["model=openai:*,method=llm_debate"])
+    assert {str(c) for c in chosen} == {"arith/debate-llm-agg/openai:gpt-4o-mini"}
+    assert len(chosen) == 2  # both arith cells
+    assert len(select(cells, ["method=debate-*"])) == 4  # the label counts too
+    assert select(cells, []) == cells
+    with pytest.raises(ConfigError, match="not KEY=GLOB"):
+        parse_only("method")
+
+
+def test_a_cell_whose_agent_model_lacks_its_key_is_set_aside(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("MASLAB_NO_SUCH_KEY", raising=False)
+    (tmp_path / "endpoints.yaml").write_text(
+        "keyed:\n  - base_url: http://127.0.0.1:9/v1\n    api_key_env: MASLAB_NO_SUCH_KEY\n"
+    )
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        f"out: {tmp_path / 'sweep'}\nendpoints: {tmp_path / 'endpoints.yaml'}\n"
+        "models: ['scripted:echo']\nbenchmarks: [arith]\nlimit: 1\ncache: false\nmethods:\n"
+        "  - vanilla\n  - {name: conductor, model_roles: {planner: openai:keyed}, label: kp}\n"
+    )
+    assert main(["sweep", str(sweep), "--quiet"]) == 1
+    (line,) = failure_lines(capsys.readouterr().out)
+    assert line.split()[:3] == ["arith/kp/scripted:echo", "before", "running"]
+    assert "MASLAB_NO_SUCH_KEY is not set" in line and not (tmp_path / "sweep/arith/kp").exists()
+    assert results(tmp_path / "sweep" / "arith" / "vanilla" / "scripted_echo") == 1
