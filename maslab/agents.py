@@ -50,7 +50,9 @@ class Agent:
 
         With ``remember`` the prompt and answer join the history (the agent's memory);
         without, the call leaves no trace in it (the transcript still records the message).
-        Other keywords go to :meth:`Context.chat` (sampling parameters, ``stream``).
+        Other keywords go to :meth:`Context.chat` (sampling parameters, ``stream``, ``tools``,
+        ``response_format``). Native tool calls of the answer are in the message's
+        ``metadata["tool_calls"]`` (:class:`~maslab.llm.types.FunctionCall` objects).
         """
         messages = (
             [*self.history, {"role": "user", "content": prompt}]
@@ -60,8 +62,11 @@ class Agent:
         completion = await self.ctx.chat(
             messages, model=self.model, agent=self.name, round=round, **{**self.sampling, **params}
         )
+        answer: ChatMessage = {"role": "assistant", "content": completion.text}
+        if completion.tool_calls:
+            answer["tool_calls"] = [call.to_wire() for call in completion.tool_calls]
         if remember:
-            self.history = [*messages, {"role": "assistant", "content": completion.text}]
+            self.history = [*messages, answer]
         return self.ctx.transcript.add(
             Message(
                 sender=self.name,
@@ -69,6 +74,7 @@ class Agent:
                 round=round,
                 kind=kind,
                 recipients=recipients,
+                metadata={"tool_calls": completion.tool_calls} if completion.tool_calls else {},
             )
         )
 

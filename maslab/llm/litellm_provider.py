@@ -1,28 +1,33 @@
 """``litellm:<model>``: non-OpenAI-compatible providers, through the optional litellm extra.
 
-litellm is imported on first use only (its import costs seconds and ~150 MB).
+litellm is imported on first use only (its import costs seconds and ~150 MB), with its bundled
+model table (no download of the remote one at import) and without its debug prints.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import time
 from typing import Any
 
 from maslab.errors import ConfigError, LLMConnectionError, LLMError, LLMTimeout
 from maslab.llm.openai_compat import completion_from_payload, error_for_status, scrubbed
-from maslab.llm.types import ChatModelBase, ChatRequest, Completion
+from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature
 from maslab.secrets import register_environment_secrets
 
 
 def _import_litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        return importlib.import_module("litellm")
+        litellm = importlib.import_module("litellm")
     except ImportError:
         raise ConfigError(
             "litellm models need the optional extra: pip install 'maslab[litellm]'"
         ) from None
+    litellm.suppress_debug_info = True
+    return litellm
 
 
 def _as_llm_error(exc: Exception, model: str) -> LLMError:
@@ -43,7 +48,8 @@ class LiteLLMModel(ChatModelBase):
     """Calls ``litellm.acompletion`` with its own retries off (maslab retries).
 
     litellm reads provider keys from the environment itself, so every credential-named
-    variable is registered as a secret.
+    variable is registered as a secret. What the model does natively is what litellm's model
+    table says.
     """
 
     def __init__(self, model: str, *, timeout: float = 600.0) -> None:
@@ -61,7 +67,7 @@ class LiteLLMModel(ChatModelBase):
                 messages=list(request.messages),
                 num_retries=0,
                 timeout=self.timeout,
-                **request.sampling(),
+                **request.params(),
             )
         except Exception as exc:  # litellm raises many types; classify, never swallow
             raise _as_llm_error(exc, self.name) from None
@@ -69,3 +75,13 @@ class LiteLLMModel(ChatModelBase):
         data = response.model_dump() if hasattr(response, "model_dump") else dict(response)
         data = scrubbed(data)
         return completion_from_payload(data, self.model, latency, request, source=self.name)
+
+    def supports(self, feature: Feature) -> bool:
+        check = {
+            "structured_output": self.litellm.supports_response_schema,
+            "tools": self.litellm.supports_function_calling,
+        }[feature]
+        try:
+            return bool(check(model=self.model))
+        except Exception:  # litellm raises for models its table does not know
+            return False
