@@ -93,16 +93,17 @@ class Judge:
             judge = models.get(judge) if models is not None else load_model(judge)
         self.model = judge
 
-    async def ask(self, system: str, user: str, ctx: Context | None = None) -> str:
-        """The judge's reply; through ``ctx`` (a scoring call of its sample) when given."""
+    async def ask(self, system: str, user: str, ctx: Context | None = None, **params: Any) -> str:
+        """The judge's reply; through ``ctx`` (a scoring call of its sample) when given.
+        ``params`` go to the call (e.g. a ``response_format``)."""
         messages: list[ChatMessage] = [
             {"role": "system", "content": system},
             {"role": "user", "content": user},
         ]
         if ctx is None:
-            return (await self.model.chat(messages, temperature=0)).text
+            return (await self.model.chat(messages, temperature=0, **params)).text
         completion = await ctx.chat(
-            messages, model=self.model, agent="judge", purpose="scoring", temperature=0
+            messages, model=self.model, agent="judge", purpose="scoring", temperature=0, **params
         )
         return completion.text
 
