@@ -6,10 +6,10 @@ model table (no download of the remote one at import) and without its debug prin
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from maslab.errors import ConfigError, LLMConnectionError, LLMError, LLMTimeout
@@ -30,17 +30,28 @@ def _import_litellm() -> Any:
     return litellm
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from, innermost last."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+
+
 def _as_llm_error(exc: Exception, model: str) -> LLMError:
-    """Map a litellm exception by its HTTP status, or by kind when it has none."""
+    """Map a litellm exception by kind, from it or its causes (litellm gives a timeout status 408
+    and a refused connection status 500), else by its HTTP status."""
+    kinds = list(_causes(exc))
+    if any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in kinds):
+        return LLMTimeout(str(exc), model=model)
+    if any(isinstance(e, ConnectionError) or "Connect" in type(e).__name__ for e in kinds):
+        return LLMConnectionError(str(exc), model=model)
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and status != 200:
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None) or {}
         return error_for_status(status, str(exc), model, headers.get("retry-after"))
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in type(exc).__name__:
-        return LLMTimeout(str(exc), model=model)
-    if "Connection" in type(exc).__name__:
-        return LLMConnectionError(str(exc), model=model)
     return LLMError(f"{type(exc).__name__}: {exc}", model=model)
 
 

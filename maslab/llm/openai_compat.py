@@ -26,6 +26,7 @@ from maslab.errors import (
     RateLimited,
     RequestRejected,
     ServerError,
+    one_line,
 )
 from maslab.llm.endpoints import Endpoint
 from maslab.llm.types import (
@@ -62,7 +63,7 @@ def parse_retry_after(value: str | None) -> float | None:
 
 def error_for_status(status: int, detail: str, model: str, retry_after: str | None) -> LLMError:
     """Typed error for a non-200 answer; ``detail`` is redacted, put on one line and cut short."""
-    message = f"HTTP {status}: {' '.join(redact(detail).split())[:200]}"
+    message = f"HTTP {status}: {one_line(redact(detail))[:200]}"
     if status == 429:
         return RateLimited(message, model=model, retry_after=parse_retry_after(retry_after))
     if status >= 500:
