@@ -74,6 +74,7 @@ async def test_litellm_calls_are_mapped_and_retried(monkeypatch):
     completion = await model.chat("hello", temperature=0)
     assert (completion.text, completion.usage.prompt_tokens) == ("hi", 3)
     assert module.calls[0]["num_retries"] == 0 and module.calls[0]["temperature"] == 0
+    assert module.calls[0]["_skip_mcp_handler"] is True  # tools are plain functions, never MCP
 
 
 @pytest.mark.parametrize(

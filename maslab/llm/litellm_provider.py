@@ -78,6 +78,9 @@ class LiteLLMModel(ChatModelBase):
                 messages=list(request.messages),
                 num_retries=0,
                 timeout=self.timeout,
+                # plain function tools: without this, litellm releases before 1.108 route any
+                # request with tools through their MCP gateway, which needs the mcp package
+                _skip_mcp_handler=True,
                 **request.params(),
             )
         except Exception as exc:  # litellm raises many types; classify, never swallow

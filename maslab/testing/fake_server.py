@@ -1,7 +1,9 @@
 """A fake OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
-It answers from a :class:`~maslab.testing.scripted.Script`, can add latency and inject faults
-(rate limits, server errors, hangs, broken bodies), and counts what it served::
+It answers from a :class:`~maslab.testing.scripted.Script` (text, or a
+:class:`~maslab.testing.scripted.Reply` with tool calls; the script sees the request's tools and
+response format), can add latency and inject faults (rate limits, server errors, hangs, broken
+bodies), and counts what it served::
 
     with FakeOpenAIServer(["4"], faults={"429": 0.2}, seed=1) as server:
         client = OpenAI(base_url=server.base_url, api_key="x")
