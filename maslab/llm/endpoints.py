@@ -26,8 +26,9 @@ that sets one must set the same).
 ``structured_output`` and ``tools`` say what the server does natively: JSON constrained by a
 schema (``true``: OpenAI's ``response_format`` of type ``json_schema``; ``json_object``: the
 schema inside ``{"type": "json_object", "schema": ...}``, the only form llama-cpp-python's
-server takes) and function calling. Unset, both are on for OpenAI's own API and off for any
-other server; methods use them where on and fall back to JSON in plain text where off.
+server takes) and function calling (``tool_choice: auto`` answered with tool calls). Unset,
+both are on for OpenAI's own API and off for any other server; methods use them where on and
+fall back to JSON in plain text where off.
 
 Once an endpoints file is given, ``openai:<name>`` must be one of its aliases (a typo is an
 error, not a silent request to OpenAI); ``openai:<name>@default`` asks for the default server.
