@@ -3,7 +3,9 @@
 Both steps run at temperature 0. The judge never sees the gold while extracting, and only the
 extracted answer (not the whole response) while comparing. A reply that is neither CORRECT nor
 INCORRECT scores wrong ("unclear verdict: ..."); judge failures (:class:`LLMError`) propagate so
-the runner records the sample as an error to retry, never as a silent score.
+the runner records the sample as an error to retry, never as a silent score. A judge model that
+supports structured output is held to ``{"verdict": "CORRECT" | "INCORRECT"}``, which reads the
+same way.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 from maslab.context import Context
 from maslab.evaluation import Evaluator, Judge, Score, gold_of, register_evaluator
 from maslab.llm import ChatModel, ModelPool
+from maslab.structured import json_params, object_schema
 from maslab.task import Task
 
 NO_ANSWER = "NO_ANSWER"
@@ -42,6 +45,8 @@ Reference answer: {gold}
 Candidate answer: {candidate}
 
 Does the candidate answer match the reference answer? Reply with one word: CORRECT or INCORRECT."""
+
+VERDICT_SCHEMA = object_schema(verdict={"type": "string", "enum": ["CORRECT", "INCORRECT"]})
 
 _NO_ANSWER_REPLY = re.compile(r"\W*no[\s_-]*answer\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
@@ -91,6 +96,7 @@ class LLMJudgeEvaluator(Evaluator):
             _COMPARE_SYSTEM,
             _COMPARE_USER.format(question=question, gold=gold, candidate=extracted),
             ctx,
+            **json_params(self.judge.model, "verdict", VERDICT_SCHEMA),
         )
         verdict = parse_verdict(reply)
         if verdict is None:

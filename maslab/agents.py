@@ -70,8 +70,11 @@ class Agent:
                 (the topology decides).
             remember: Add the prompt and the answer to the history (the agent's memory);
                 False leaves the history as it was (the transcript still has the message).
-            **params: For :meth:`Context.chat`: sampling parameters over the agent's, or
-                ``stream``.
+            **params: For :meth:`Context.chat`: sampling parameters over the agent's,
+                ``stream``, ``tools``, ``response_format``.
+
+        Native tool calls of the answer are in the message's ``metadata["tool_calls"]``
+        (:class:`~maslab.llm.types.FunctionCall` objects).
         """
         messages = (
             [*self.history, {"role": "user", "content": prompt}]
@@ -81,8 +84,11 @@ class Agent:
         completion = await self.ctx.chat(
             messages, model=self.model, agent=self.name, round=round, **{**self.sampling, **params}
         )
+        answer: ChatMessage = {"role": "assistant", "content": completion.text}
+        if completion.tool_calls:
+            answer["tool_calls"] = [call.to_wire() for call in completion.tool_calls]
         if remember:
-            self.history = [*messages, {"role": "assistant", "content": completion.text}]
+            self.history = [*messages, answer]
         return self.ctx.transcript.add(
             Message(
                 sender=self.name,
@@ -90,6 +96,7 @@ class Agent:
                 round=round,
                 kind=kind,
                 recipients=recipients,
+                metadata={"tool_calls": completion.tool_calls} if completion.tool_calls else {},
             )
         )
 

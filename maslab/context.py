@@ -300,6 +300,8 @@ class Context:
         record.latency_s = completion.latency_s
         record.cached = completion.cached
         record.response = completion.text
+        record.finish_reason = completion.finish_reason
+        record.tool_calls = completion.tool_calls
         if record.purpose == "method":
             self._tokens_used += completion.usage.total_tokens
         return completion

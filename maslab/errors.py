@@ -28,10 +28,16 @@ class SampleEnded(MaslabError):
     """A model call was asked for after the sample ended (its siblings had stopped it)."""
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines too) as one space."""
+    return " ".join(text.split())
+
+
 class LLMError(MaslabError):
     """A model call failed for good (after any retries). Never returned as ``None``.
 
     The message is redacted (:func:`maslab.secrets.redact`): servers echo credentials in errors.
+    It is one line, however many lines the server or client library wrote.
     """
 
     retryable = False
@@ -40,7 +46,7 @@ class LLMError(MaslabError):
         self.model, self.status = model, status
         self.attempts = 1
         prefix = f"{model}: " if model else ""
-        super().__init__(redact(prefix + message))
+        super().__init__(one_line(redact(prefix + message)))
 
     def __str__(self) -> str:
         text = super().__str__()

@@ -134,22 +134,23 @@ class Judge:
             judge = models.get(judge) if models is not None else load_model(judge)
         self.model = judge
 
-    async def ask(self, system: str, user: str, ctx: Context | None = None) -> str:
-        """The judge's reply; through ``ctx`` (a scoring call of its sample) when given."""
+    async def ask(self, system: str, user: str, ctx: Context | None = None, **params: Any) -> str:
+        """The judge's reply; through ``ctx`` (a scoring call of its sample) when given.
+        ``params`` go to the call (e.g. a ``response_format``)."""
         messages: list[ChatMessage] = [
             {"role": "system", "content": system},
             {"role": "user", "content": user},
         ]
         if ctx is None:
-            completion = await self.model.chat(messages, temperature=JUDGE_TEMPERATURE)
-        else:
-            completion = await ctx.chat(
-                messages,
-                model=self.model,
-                agent="judge",
-                purpose="scoring",
-                temperature=JUDGE_TEMPERATURE,
-            )
+            return (await self.model.chat(messages, temperature=JUDGE_TEMPERATURE, **params)).text
+        completion = await ctx.chat(
+            messages,
+            model=self.model,
+            agent="judge",
+            purpose="scoring",
+            temperature=JUDGE_TEMPERATURE,
+            **params,
+        )
         return completion.text
 
     async def aclose(self) -> None:

@@ -252,6 +252,7 @@ def _call(call: Mapping[str, Any]) -> str:
         f"{call.get('prompt_tokens', 0)} + {call.get('completion_tokens', 0)} tokens",
         f"{call.get('latency_s', 0):.2f} s",
         "cached" if call.get("cached") else None,
+        "cut at max_tokens" if call.get("finish_reason") == "length" else None,
         f"error: {call['error']}" if call.get("error") else None,
     ]
     chat = "".join(
@@ -260,6 +261,9 @@ def _call(call: Mapping[str, Any]) -> str:
     )
     response = call.get("response")
     reply = "" if response is None else f"<b>response</b><pre>{escape(response)}</pre>"
+    tools = "".join(f"{c['name']}({c['arguments']})\n" for c in call.get("tool_calls") or ())
+    if tools:
+        reply += f"<b>tool calls</b><pre>{escape(tools)}</pre>"
     title = escape(" · ".join(filter(None, about)))
     return f"<details><summary>{title}</summary>{chat}{reply}</details>"
 

@@ -5,6 +5,7 @@ A :class:`Tool` is a name, a description, its parameters (JSON-schema-ish: argum
 observation text. An agent writes ``{"tool": "add", "arguments": {"a": 2, "b": 3}}``;
 :func:`parse_tool_call` reads it defensively and :func:`run_tool` runs it, turning an unknown
 tool, bad arguments or a failing tool into an error observation instead of an exception.
+Models with native function calling get :meth:`Tool.spec` instead (see :mod:`maslab.structured`).
 
 Tools are registered by name (:func:`register_tool`, or by an installed distribution through the
 entry-point group ``maslab.tools``: the entry point's name is the tool's, its object the factory)
@@ -61,6 +62,20 @@ class Tool:
             f"    {n}: {p['description']}" for n, p in self.parameters.items() if "description" in p
         ]
         return "\n".join([f"- {self.name}({args}): {self.description}", *notes])
+
+    def schema(self) -> dict[str, Any]:
+        """The parameters as a JSON schema object; arguments without a default are required."""
+        return {
+            "type": "object",
+            "properties": {name: dict(spec) for name, spec in self.parameters.items()},
+            "required": [name for name, spec in self.parameters.items() if "default" not in spec],
+            "additionalProperties": False,
+        }
+
+    def spec(self) -> dict[str, Any]:
+        """The tool as an OpenAI function tool (the ``tools`` of a chat request)."""
+        function = {"name": self.name, "description": self.description, "parameters": self.schema()}
+        return {"type": "function", "function": function}
 
     @cached_property
     def arguments_model(self) -> type[BaseModel]:

@@ -35,8 +35,9 @@ Deviations:
 - The Deep Analyzer (several analyser models plus a summariser) is one reasoning call (the
   official config gives it one step); the model role ``analyst`` picks its model.
 - The planning tool (create / update / mark_step) is folded into the action: the planner
-  restates the plan with statuses in every reply. Actions are JSON in plain text rather than
-  native function calls, one per step.
+  restates the plan with statuses in every reply. Actions are JSON rather than native function
+  calls, one per step; where the planner's model supports structured output they are requested
+  with their JSON schema as well (same prompt, same calls, same parsing).
 - When the coder reaches its cap, its last reply plus the output of its last program is the
   report, instead of an extra forced-answer call, which keeps the call bound above.
 - A second malformed planner reply in a row ends the loop early (the official code keeps
@@ -64,6 +65,7 @@ from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
 from maslab.parsing import parse_model
 from maslab.sandbox import Limits
+from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
 from maslab.tools import Tool, ToolCall, ToolNames, get_tools, python_tool, run_tool
 from maslab.topology import Topology
@@ -162,6 +164,20 @@ def planner_system(tools: Sequence[Tool]) -> str:
         "and quote the original question word for word when they need it.\n"
         "- Delegate only when it helps, and never repeat an identical call.\n"
         f"- Check the results, then finish with {FINAL}."
+    )
+
+
+def action_schema(tools: Sequence[Tool]) -> dict[str, Any]:
+    """The planner's reply as a JSON schema: a tool or final_answer, and arguments of one of them.
+
+    Not strict: tools may have optional arguments, and the reply is validated after all.
+    """
+    status = {"type": "string", "enum": list(STATUSES)}
+    return object_schema(
+        thought=STRING,
+        plan={"type": "array", "items": object_schema(step=STRING, status=status)},
+        action={"type": "string", "enum": [*(tool.name for tool in tools), FINAL]},
+        arguments={"anyOf": [*(tool.schema() for tool in tools), object_schema(answer=STRING)]},
     )
 
 
@@ -270,9 +286,10 @@ class Conductor(Method):
                 metadata={"plan": [s.model_dump() for s in plan], "trace": trace, "finish": finish},
             )
 
+        structured = json_params(planner.model, "action", action_schema(tools), strict=False)
         prompt = opening_prompt(task)
         for step in range(cfg.planner_steps):
-            reply = await planner.reply(prompt, round=step, kind="action")
+            reply = await planner.reply(prompt, round=step, kind="action", **structured)
             action = parse_model(reply.content, Action)
             if action is None:
                 trace.append({"step": step, "action": None})

@@ -21,6 +21,10 @@ LLM calls: 3r for an early stop after round r, else 3R + 2; between 3 and 3R + 2
 
 Budget stop: the latest debater argument (a verdict or ruling that decides ends the run anyway).
 
+Native structured output: where the model handle supports it, the verdict and the ruling are
+requested with their JSON schema as well (same prompt, same calls); either way they are parsed
+as below.
+
 Deviations: prompts are our own paraphrase, and the JSON keys are ours. Verdicts are parsed
 defensively (never ``eval``, unlike the official code and MASLab): a malformed verdict counts
 as "no preference yet" and is recorded as ``None`` in ``metadata["verdicts"]``; an unparsable
@@ -40,6 +44,7 @@ from maslab.agents import Agent
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
 from maslab.parsing import parse_model
+from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
 from maslab.topology import Topology
 
@@ -70,6 +75,14 @@ class Verdict(Ruling):
     preference: Annotated[bool, BeforeValidator(_yes)]
     supported_side: Text = ""
 
+
+RULING_SCHEMA = object_schema(reason=STRING, answer=STRING)
+VERDICT_SCHEMA = object_schema(
+    preference={"type": "string", "enum": ["yes", "no"]},
+    supported_side={"type": "string", "enum": [AFFIRMATIVE, NEGATIVE]},
+    reason=STRING,
+    answer=STRING,
+)
 
 _ANSWER_FORMAT = (
     "Write the answer the way the question's instructions ask for it, escaping backslashes as "
@@ -169,7 +182,12 @@ class MAD(Method):
             else:
                 aff = await argue(affirmative, r, rebuttal_prompt(neg))
                 neg = await argue(negative, r, rebuttal_prompt(aff))
-            said = await moderator.reply(moderation_prompt(r, aff, neg), round=r, kind="verdict")
+            said = await moderator.reply(
+                moderation_prompt(r, aff, neg),
+                round=r,
+                kind="verdict",
+                **json_params(moderator.model, "verdict", VERDICT_SCHEMA),
+            )
             verdict = parse_model(said.content, Verdict)
             verdicts.append(None if verdict is None else verdict.model_dump())
             if verdict is not None and verdict.preference and verdict.answer:
@@ -189,7 +207,12 @@ class MAD(Method):
             topology.add_edge(side, JUDGE)
             openings.append(ctx.transcript.filter(sender=side, round=1)[0].content)
         await judge.reply(candidates_prompt(*openings), round=rounds + 1, kind="judge")
-        said = await judge.reply(judgement_prompt(task), round=rounds + 1, kind="judge")
+        said = await judge.reply(
+            judgement_prompt(task),
+            round=rounds + 1,
+            kind="judge",
+            **json_params(judge.model, "ruling", RULING_SCHEMA),
+        )
         ruling = parse_model(said.content, Ruling) or Ruling()
         return Solution(
             answer=final_text(ruling) if ruling.answer else said.content,

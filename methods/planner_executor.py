@@ -27,6 +27,11 @@ Deviations:
 - F is configurable (``functions``: names registered in :mod:`maslab.tools`); the default is
   the built-in add, subtract, multiply, divide, compare and sandboxed python.
 - Prompts are our own.
+
+Native features: where the planner's model supports structured output, the plan is requested
+with its JSON schema as well; where an action agent's model supports tools, F is offered as
+native functions and the prompt asks for a call instead of JSON text. Calls and parsing are
+the same on both paths (a text reply is still read).
 """
 
 from __future__ import annotations
@@ -39,8 +44,9 @@ from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
 from maslab.parsing import parse_model
 from maslab.roles import numbered
+from maslab.structured import json_params, object_schema, reply_call, tool_params
 from maslab.task import Solution, Task
-from maslab.tools import ToolNames, get_tools, parse_tool_call, run_tool
+from maslab.tools import ToolNames, get_tools, run_tool
 from maslab.topology import Topology
 
 NO_CALL = "error: no function call found in the reply"
@@ -49,6 +55,9 @@ ACTION = "action"  # the model role of the action agents action_1 .. action_n
 
 class Plan(BaseModel):
     steps: list[str]
+
+
+PLAN_SCHEMA = object_schema(steps={"type": "array", "items": {"type": "string"}})
 
 
 def plan_prompt(task: Task, functions: str, max_steps: int) -> str:
@@ -62,17 +71,25 @@ def plan_prompt(task: Task, functions: str, max_steps: int) -> str:
     )
 
 
-def action_prompt(task: Task, functions: str, step: str, done: list[dict[str, Any]]) -> str:
+def action_prompt(
+    task: Task, functions: str, step: str, done: list[dict[str, Any]], *, native: bool = False
+) -> str:
+    """The action agent's prompt; ``native``: the functions are offered as native tools."""
     parts = [f"Overall task:\n{task.prompt()}", f"Functions:\n{functions}"]
     if done:
         results = "\n".join(
             f"Step {i}: {d['step']}\nResult: {d['observation']}" for i, d in enumerate(done, 1)
         )
         parts.append(f"Results of the earlier steps:\n{results}")
+    reply = (
+        "Call that function."
+        if native
+        else "Reply with one JSON object only: "
+        '{"function": "<name>", "arguments": {<argument>: <value>, ...}}'
+    )
     parts.append(
         f"Current step: {step}\n\nWrite the function call for the current step, taking its "
-        "inputs from the task and the earlier results. Reply with one JSON object only: "
-        '{"function": "<name>", "arguments": {<argument>: <value>, ...}}'
+        f"inputs from the task and the earlier results. {reply}"
     )
     return "\n\n".join(parts)
 
@@ -99,7 +116,10 @@ class PlannerExecutor(Method):
         catalogue = "\n".join(f.describe() for f in functions)
         planner = ctx.agent("planner")
         reply = await planner.reply(
-            plan_prompt(task, catalogue, cfg.max_steps), round=0, kind="plan"
+            plan_prompt(task, catalogue, cfg.max_steps),
+            round=0,
+            kind="plan",
+            **json_params(planner.model, "plan", PLAN_SCHEMA),
         )
         plan = parse_model(reply.content, Plan)
         written = [s.strip() for s in plan.steps if s.strip()] if plan is not None else []
@@ -110,10 +130,14 @@ class PlannerExecutor(Method):
         done: list[dict[str, Any]] = []
         for i, (name, step) in enumerate(zip(names, steps, strict=True), 1):
             actor = ctx.agent(name, role=ACTION)
+            native = tool_params(actor.model, functions)
             reply = await actor.reply(
-                action_prompt(task, catalogue, step, done), round=i, kind="action"
+                action_prompt(task, catalogue, step, done, native=bool(native)),
+                round=i,
+                kind="action",
+                **native,
             )
-            call = parse_tool_call(reply.content)
+            call = reply_call(reply)
             observation = NO_CALL if call is None else await run_tool(functions, call)
             executed = {"step": step, "call": None if call is None else call.model_dump()}
             ctx.post("executor", observation, round=i, kind="observation", metadata=executed)

@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from maslab.errors import ConfigError, LLMTimeout, RateLimited, ServerError
+from maslab.errors import ConfigError, LLMConnectionError, LLMTimeout, RateLimited, ServerError
 from maslab.llm.registry import load_model
 from maslab.llm.retry import RetryPolicy
 
@@ -39,6 +39,13 @@ class Timeout(Exception):
     pass
 
 
+def wrapped(cause: Exception, status: int) -> Exception:
+    """What litellm raises for a refused connection: a status error raised from the cause."""
+    error = type("InternalServerError", (Exception,), {"status_code": status})("Connection\nerror.")
+    error.__cause__ = cause
+    return error
+
+
 def stand_in(outcomes: list):
     module = types.ModuleType("litellm")
     calls = []
@@ -67,6 +74,7 @@ async def test_litellm_calls_are_mapped_and_retried(monkeypatch):
     completion = await model.chat("hello", temperature=0)
     assert (completion.text, completion.usage.prompt_tokens) == ("hi", 3)
     assert module.calls[0]["num_retries"] == 0 and module.calls[0]["temperature"] == 0
+    assert module.calls[0]["_skip_mcp_handler"] is True  # tools are plain functions, never MCP
 
 
 @pytest.mark.parametrize(
@@ -75,10 +83,13 @@ async def test_litellm_calls_are_mapped_and_retried(monkeypatch):
         (FakeRateLimit(), RateLimited),
         (Timeout("late"), LLMTimeout),
         (type("E", (Exception,), {"status_code": 502})("bad gateway"), ServerError),
+        (type("Timeout", (Exception,), {"status_code": 408})("took\ntoo long"), LLMTimeout),
+        (wrapped(ConnectionRefusedError(111, "refused"), 500), LLMConnectionError),
     ],
 )
 async def test_litellm_errors_become_typed_errors(monkeypatch, error, expected):
     monkeypatch.setitem(sys.modules, "litellm", stand_in([error]))
     model = load_model("litellm:x", retry=RetryPolicy(attempts=1))
-    with pytest.raises(expected):
+    with pytest.raises(expected) as raised:
         await model.chat("hello")
+    assert "\n" not in str(raised.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import sys
 import time
 
@@ -102,3 +103,32 @@ async def test_eight_concurrent_samples_keep_the_loop_responsive_and_outputs_int
     assert [c.text for c in together] == alone
     assert len(gaps) > elapsed / 0.05  # it kept ticking all along
     assert max(gaps) < 0.25
+
+
+async def test_json_schema_and_a_named_tool_call_in_process():
+    needs_local_model()
+    model = load_model(MODEL)
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 20}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    response_format = {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}}
+    constrained = await model.chat(
+        "Name a city.", temperature=0, max_tokens=32, response_format=response_format
+    )
+    value = json.loads(constrained.text, strict=False)  # llama.cpp lets raw newlines in strings
+    assert list(value) == ["city"] and len(value["city"]) <= 20
+    add = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+           "required": ["a", "b"]}  # fmt: skip
+    called = await model.chat(
+        "Add 2 and 3.",
+        temperature=0,
+        max_tokens=32,
+        tools=[{"type": "function", "function": {"name": "add", "parameters": add}}],
+        tool_choice={"type": "function", "function": {"name": "add"}},
+    )
+    (call,) = called.tool_calls
+    assert call.name == "add" and set(orjson.loads(call.arguments)) == {"a", "b"}
+    assert called.finish_reason == "tool_calls"

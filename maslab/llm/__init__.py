@@ -5,7 +5,17 @@ from maslab.llm.endpoints import Endpoint, load_endpoints
 from maslab.llm.ledger import CallRecord, UsageLedger, UsageTotals
 from maslab.llm.registry import ModelPool, load_model, parse_spec, providers, register_provider
 from maslab.llm.retry import RetryPolicy
-from maslab.llm.types import ChatMessage, ChatModel, ChatModelBase, ChatRequest, Completion, Usage
+from maslab.llm.types import (
+    ChatMessage,
+    ChatModel,
+    ChatModelBase,
+    ChatRequest,
+    Completion,
+    Feature,
+    FunctionCall,
+    TokenLogprob,
+    Usage,
+)
 
 __all__ = [
     "Cached",
@@ -16,9 +26,12 @@ __all__ = [
     "ChatRequest",
     "Completion",
     "Endpoint",
+    "Feature",
+    "FunctionCall",
     "ModelPool",
     "ResponseCache",
     "RetryPolicy",
+    "TokenLogprob",
     "Usage",
     "UsageLedger",
     "UsageTotals",

@@ -1,8 +1,9 @@
 """SQLite response cache.
 
-The key covers the model's identity, the messages, the sampling parameters and the request's
-draw index, so k identical requests of one sample are k entries (independent samples stay
-independent) while re-running the sample replays each of them exactly.
+The key covers the model's identity, the messages, the sampling parameters, the tools and
+response format, and the request's draw index, so k identical requests of one sample are k
+entries (independent samples stay independent) while re-running the sample replays each of
+them exactly.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import orjson
 
 from maslab.errors import ConfigError
-from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Usage
+from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Middleware
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -50,9 +51,7 @@ class ResponseCache:
             ).fetchone()
         if row is None:
             return None
-        data = orjson.loads(row[0])
-        data["usage"] = Usage(**data["usage"])
-        return Completion(**data, cached=True)
+        return Completion.from_record(orjson.loads(row[0]), cached=True)
 
     def put(self, key: str, completion: Completion) -> None:
         record = completion.to_record()
@@ -79,12 +78,11 @@ class ResponseCache:
             self._db.close()
 
 
-class Cached(ChatModelBase):
+class Cached(Middleware):
     """Answers from the cache when it can; stores every fresh completion."""
 
     def __init__(self, inner: ChatModelBase, cache: ResponseCache, namespace: str) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.cache = cache
         self.namespace = namespace
 
@@ -96,6 +94,3 @@ class Cached(ChatModelBase):
         completion = await self.inner.complete(request)
         self.cache.put(key, completion)
         return completion
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

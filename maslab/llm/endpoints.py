@@ -13,11 +13,22 @@ An endpoints file maps a model alias to one or more OpenAI-compatible endpoints:
         api_key_env: OPENAI_API_KEY
         rpm: 5000
         retry: {attempts: 4, initial_wait: 0.5, max_wait: 30}
+    llama-cpp:
+      - base_url: http://localhost:8000/v1
+        structured_output: json_object     # native JSON schema, in llama-cpp-python's form
+        tools: true                        # native function calling
 
 Several endpoints under one alias are load-balanced (least requests in flight). API keys are
 only ever read from the environment variable an endpoint names, and are registered as secrets
 the moment they are read. ``retry`` is the alias's retry policy (every endpoint of an alias
 that sets one must set the same).
+
+``structured_output`` and ``tools`` say what the server does natively: JSON constrained by a
+schema (``true``: OpenAI's ``response_format`` of type ``json_schema``; ``json_object``: the
+schema inside ``{"type": "json_object", "schema": ...}``, the only form llama-cpp-python's
+server takes) and function calling (``tool_choice: auto`` answered with tool calls). Unset,
+both are on for OpenAI's own API and off for any other server; methods use them where on and
+fall back to JSON in plain text where off.
 
 Once an endpoints file is given, ``openai:<name>`` must be one of its aliases (a typo is an
 error, not a silent request to OpenAI); ``openai:<name>@default`` asks for the default server.
@@ -30,12 +41,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from maslab.config_files import load_yaml, validation_message
 from maslab.errors import ConfigError
 from maslab.llm.retry import RetryPolicy
+from maslab.llm.types import Feature
 from maslab.secrets import register_secret
 
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -57,6 +70,8 @@ class Endpoint(BaseModel):
     api_version: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     retry: RetryPolicy | None = None
+    structured_output: bool | Literal["json_object"] | None = None
+    tools: bool | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -64,6 +79,13 @@ class Endpoint(BaseModel):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    def supports(self, feature: Feature) -> bool:
+        """Whether the server does ``feature`` natively: as set, else only OpenAI's own API."""
+        said = {"structured_output": self.structured_output, "tools": self.tools}[feature]
+        if said is None:
+            return urlsplit(self.base_url).hostname == urlsplit(DEFAULT_OPENAI_URL).hostname
+        return bool(said)
 
     def api_key(self, alias: str) -> str | None:
         """The key from ``api_key_env``, registered as a secret; a named but unset variable is a

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from maslab.llm.types import ChatMessage
+from maslab.llm.types import ChatMessage, FunctionCall
 
 Purpose = Literal["method", "scoring"]
 
@@ -19,6 +19,8 @@ class CallRecord:
     """One model call of one sample. Failed calls have ``error`` set and zero tokens.
 
     ``estimated``: the server reported no token counts, so the tokens are an estimate.
+    ``finish_reason``: why the reply ended, as the server said ("length": cut at max_tokens).
+    ``tool_calls``: the functions the reply asked for (native tool calling).
     """
 
     sample_id: str
@@ -35,6 +37,8 @@ class CallRecord:
     purpose: Purpose = "method"
     messages: tuple[ChatMessage, ...] = ()
     response: str | None = None
+    finish_reason: str | None = None
+    tool_calls: tuple[FunctionCall, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,41 +1,57 @@
 """``litellm:<model>``: non-OpenAI-compatible providers, through the optional litellm extra.
 
-litellm is imported on first use only (its import costs seconds and ~150 MB).
+litellm is imported on first use only (its import costs seconds and ~150 MB), with its bundled
+model table (no download of the remote one at import) and without its debug prints.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
+import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from maslab.errors import ConfigError, LLMConnectionError, LLMError, LLMTimeout
 from maslab.llm.openai_compat import completion_from_payload, error_for_status, scrubbed
-from maslab.llm.types import ChatModelBase, ChatRequest, Completion
+from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature
 from maslab.secrets import register_environment_secrets
 
 
 def _import_litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        return importlib.import_module("litellm")
+        litellm = importlib.import_module("litellm")
     except ImportError:
         raise ConfigError(
             "litellm models need the optional extra: pip install 'maslab[litellm]'"
         ) from None
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from, innermost last."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
 
 
 def _as_llm_error(exc: Exception, model: str) -> LLMError:
-    """Map a litellm exception by its HTTP status, or by kind when it has none."""
+    """Map a litellm exception by kind, from it or its causes (litellm gives a timeout status 408
+    and a refused connection status 500), else by its HTTP status."""
+    kinds = list(_causes(exc))
+    if any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in kinds):
+        return LLMTimeout(str(exc), model=model)
+    if any(isinstance(e, ConnectionError) or "Connect" in type(e).__name__ for e in kinds):
+        return LLMConnectionError(str(exc), model=model)
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and status != 200:
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None) or {}
         return error_for_status(status, str(exc), model, headers.get("retry-after"))
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in type(exc).__name__:
-        return LLMTimeout(str(exc), model=model)
-    if "Connection" in type(exc).__name__:
-        return LLMConnectionError(str(exc), model=model)
     return LLMError(f"{type(exc).__name__}: {exc}", model=model)
 
 
@@ -43,7 +59,8 @@ class LiteLLMModel(ChatModelBase):
     """Calls ``litellm.acompletion`` with its own retries off (maslab retries).
 
     litellm reads provider keys from the environment itself, so every credential-named
-    variable is registered as a secret.
+    variable is registered as a secret. What the model does natively is what litellm's model
+    table says.
     """
 
     def __init__(self, model: str, *, timeout: float = 600.0) -> None:
@@ -61,7 +78,10 @@ class LiteLLMModel(ChatModelBase):
                 messages=list(request.messages),
                 num_retries=0,
                 timeout=self.timeout,
-                **request.sampling(),
+                # plain function tools: without this, litellm releases before 1.108 route any
+                # request with tools through their MCP gateway, which needs the mcp package
+                _skip_mcp_handler=True,
+                **request.params(),
             )
         except Exception as exc:  # litellm raises many types; classify, never swallow
             raise _as_llm_error(exc, self.name) from None
@@ -69,3 +89,13 @@ class LiteLLMModel(ChatModelBase):
         data = response.model_dump() if hasattr(response, "model_dump") else dict(response)
         data = scrubbed(data)
         return completion_from_payload(data, self.model, latency, request, source=self.name)
+
+    def supports(self, feature: Feature) -> bool:
+        check = {
+            "structured_output": self.litellm.supports_response_schema,
+            "tools": self.litellm.supports_function_calling,
+        }[feature]
+        try:
+            return bool(check(model=self.model))
+        except Exception:  # litellm raises for models its table does not know
+            return False

@@ -5,6 +5,10 @@
 it) and never downloaded. Any other
 GGUF file works as ``local:/path/model.gguf``. The chat template embedded in the GGUF is used.
 
+Natively, a local model takes a JSON schema (``response_format``, enforced by a grammar) and
+calls a tool when ``tool_choice`` names it; llama.cpp's chat templates leave ``auto`` and
+``required`` tool choices unanswered, so those are rejected rather than silently ignored.
+
 One model is loaded per process and file. llama.cpp contexts are not thread-safe, so every
 request to a model runs on that model's single worker thread, one after another, while the
 event loop stays free for the other samples.
@@ -23,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from maslab.errors import ConfigError, LLMError
-from maslab.llm.openai_compat import completion_from_payload
-from maslab.llm.types import ChatModelBase, ChatRequest, Completion
+from maslab.errors import ConfigError, LLMError, RequestRejected
+from maslab.llm.openai_compat import as_json_object, completion_from_payload
+from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature
 
 INSTALL_HINT = "pip install 'maslab[local]'"
 PRESETS: dict[str, tuple[str, str]] = {
@@ -90,9 +94,25 @@ class LocalModel(ChatModelBase):
         self.name = f"local:{name}"
         self.n_ctx = n_ctx
 
+    def supports(self, feature: Feature) -> bool:
+        return feature == "structured_output"
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        """The request's fields as ``create_chat_completion`` takes them."""
+        params = request.params()
+        if "tools" in params and not isinstance(params.get("tool_choice"), dict):
+            raise RequestRejected(
+                "native tools need a tool_choice naming the function here "
+                "(llama.cpp's chat template makes no tool call of its own)",
+                model=self.name,
+            )
+        if "response_format" in params:
+            params["response_format"] = as_json_object(params["response_format"])
+        return params
+
     def _generate(self, engine: _Engine, request: ChatRequest) -> Completion:
         """Runs on the model's worker thread; latency excludes the wait in its queue."""
-        params = request.sampling()
+        params = self._params(request)
         if "seed" not in params:  # reproducible sampling, keyed like the cache (stream and draw)
             params["seed"] = int(request.fingerprint(self.name)[:8], 16)
         started = time.perf_counter()

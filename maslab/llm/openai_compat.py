@@ -26,9 +26,18 @@ from maslab.errors import (
     RateLimited,
     RequestRejected,
     ServerError,
+    one_line,
 )
 from maslab.llm.endpoints import Endpoint
-from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Usage
+from maslab.llm.types import (
+    ChatModelBase,
+    ChatRequest,
+    Completion,
+    Feature,
+    FunctionCall,
+    TokenLogprob,
+    Usage,
+)
 from maslab.secrets import redact, scrub
 
 # the longest Retry-After honoured: a server cannot stall a run (or an endpoint) for longer
@@ -53,8 +62,8 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def error_for_status(status: int, detail: str, model: str, retry_after: str | None) -> LLMError:
-    """Typed error for a non-200 answer; ``detail`` is redacted before it is cut short."""
-    message = f"HTTP {status}: {redact(detail)[:200]}"
+    """Typed error for a non-200 answer; ``detail`` is redacted, put on one line and cut short."""
+    message = f"HTTP {status}: {one_line(redact(detail))[:200]}"
     if status == 429:
         return RateLimited(message, model=model, retry_after=parse_retry_after(retry_after))
     if status >= 500:
@@ -84,6 +93,15 @@ def estimate_usage(request: ChatRequest, text: str) -> Usage:
     return Usage(-(-prompt // 4), -(-len(text) // 4), estimated=True)
 
 
+def as_json_object(response_format: Any) -> Any:
+    """A ``json_schema`` response format in llama-cpp-python's form, ``{"type": "json_object",
+    "schema": ...}``; any other format unchanged."""
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return {"type": "json_object", **({"schema": schema} if schema else {})}
+    return response_format
+
+
 def completion_from_payload(
     data: Any, model: str, latency: float, request: ChatRequest, *, source: str = ""
 ) -> Completion:
@@ -92,27 +110,67 @@ def completion_from_payload(
 
     A reply without token counts gets an estimate, marked as such, never a silent zero.
     """
+    source = source or model
     try:
         choice = data["choices"][0]
-        text = choice["message"].get("content") or ""
+        message = choice["message"]
+        text = message.get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError):
-        message = "response has no choices[0].message"
-        raise MalformedResponse(message, model=source or model) from None
+        raise MalformedResponse("response has no choices[0].message", model=source) from None
     if not isinstance(text, str):  # content parts, a number: not a text reply
         kind = type(text).__name__
-        raise MalformedResponse(f"message content is a {kind}, not text", model=source or model)
+        raise MalformedResponse(f"message content is a {kind}, not text", model=source)
+    calls = _tool_calls(message.get("tool_calls"), source)
     usage = data.get("usage")
     counted = [usage.get(k) for k in _COUNTED] if isinstance(usage, dict) else []
     exact = len(counted) == 2 and all(_is_count(n) for n in counted)
+    written = text + "".join(c.name + c.arguments for c in calls)
     finish = choice.get("finish_reason")
     return Completion(
         text=text,
-        usage=Usage(*counted) if exact else estimate_usage(request, text),
+        usage=Usage(*counted) if exact else estimate_usage(request, written),
         model=str(data.get("model") or model),
         latency_s=latency,
         finish_reason=finish if isinstance(finish, str) else None,
+        tool_calls=calls,
+        logprobs=_logprobs(choice.get("logprobs")),
         raw=data,
     )
+
+
+def _tool_calls(calls: Any, source: str) -> tuple[FunctionCall, ...]:
+    """The message's tool calls; arguments sent as an object (not JSON text) are re-encoded."""
+    if not calls:
+        return ()
+    try:
+        found = []
+        for i, call in enumerate(calls):
+            function = call["function"]
+            name, arguments = function["name"], function.get("arguments") or "{}"
+            if not isinstance(arguments, str):
+                arguments = orjson.dumps(arguments).decode()
+            if not isinstance(name, str):
+                raise TypeError(name)
+            found.append(FunctionCall(str(call.get("id") or f"call_{i}"), name, arguments))
+    except (KeyError, TypeError, AttributeError, orjson.JSONEncodeError):
+        raise MalformedResponse("unreadable message.tool_calls", model=source) from None
+    return tuple(found)
+
+
+def _logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
+    """Per-token log probabilities (``choices[0].logprobs.content``); None when absent or not
+    in the OpenAI layout."""
+    try:
+        return tuple(
+            TokenLogprob(
+                str(t["token"]),
+                float(t["logprob"]),
+                tuple((str(a["token"]), float(a["logprob"])) for a in t.get("top_logprobs") or ()),
+            )
+            for t in logprobs["content"]
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 _COUNTED = ("prompt_tokens", "completion_tokens")
@@ -143,13 +201,30 @@ async def _read_body(response: aiohttp.ClientResponse, source: str) -> bytes:
     return b"".join(chunks)
 
 
-class OpenAIHTTP(ChatModelBase):
-    """Chat completions over a pooled aiohttp session (one per endpoint and event loop)."""
+class OpenAITransport(ChatModelBase):
+    """What both transports share: the endpoint, what it does natively, the body's fields."""
 
-    def __init__(self, endpoint: Endpoint, model: str, api_key: str | None) -> None:
+    def __init__(self, endpoint: Endpoint, model: str) -> None:
         self.endpoint = endpoint
         self.model = model
         self.name = f"openai:{model}@{endpoint.base_url}"
+
+    def supports(self, feature: Feature) -> bool:
+        return self.endpoint.supports(feature)
+
+    def params(self, request: ChatRequest) -> dict[str, Any]:
+        """The request's body fields, the response format in the form the server takes."""
+        params = request.params()
+        if self.endpoint.structured_output == "json_object" and "response_format" in params:
+            params["response_format"] = as_json_object(params["response_format"])
+        return params
+
+
+class OpenAIHTTP(OpenAITransport):
+    """Chat completions over a pooled aiohttp session (one per endpoint and event loop)."""
+
+    def __init__(self, endpoint: Endpoint, model: str, api_key: str | None) -> None:
+        super().__init__(endpoint, model)
         self._url = f"{endpoint.base_url}/chat/completions"
         self._headers = {"Content-Type": "application/json", **endpoint.headers}
         if api_key:
@@ -167,7 +242,7 @@ class OpenAIHTTP(ChatModelBase):
         return self._session
 
     async def complete(self, request: ChatRequest) -> Completion:
-        body = {"model": self.model, "messages": request.messages, **request.sampling()}
+        body = {"model": self.model, "messages": request.messages, **self.params(request)}
         started = time.perf_counter()
         try:
             async with self._client().post(
@@ -196,15 +271,13 @@ class OpenAIHTTP(ChatModelBase):
             await session.close()
 
 
-class OpenAISDK(ChatModelBase):
+class OpenAISDK(OpenAITransport):
     """Chat completions through the ``openai`` package's async client (retries disabled there)."""
 
     def __init__(self, endpoint: Endpoint, model: str, api_key: str | None) -> None:
         import openai
 
-        self.endpoint = endpoint
-        self.model = model
-        self.name = f"openai:{model}@{endpoint.base_url}"
+        super().__init__(endpoint, model)
         self._openai = openai
         options: dict[str, Any] = {
             "api_key": api_key or "unused",
@@ -221,7 +294,7 @@ class OpenAISDK(ChatModelBase):
 
     async def complete(self, request: ChatRequest) -> Completion:
         openai = self._openai
-        params = request.sampling()
+        params = self.params(request)
         extra_body = {k: params.pop(k) for k in list(params) if k not in _SDK_PARAMS}
         started = time.perf_counter()
         try:
@@ -253,10 +326,15 @@ class OpenAISDK(ChatModelBase):
         await self._client.close()
 
 
-_SDK_PARAMS = frozenset({"temperature", "top_p", "max_tokens", "stop", "seed"})
+_SDK_PARAMS = frozenset(
+    {
+        "temperature", "top_p", "max_tokens", "stop", "seed",
+        "tools", "tool_choice", "response_format", "logprobs", "top_logprobs",
+    }
+)  # fmt: skip
 
 
-def openai_transport(endpoint: Endpoint, model: str, api_key: str | None) -> ChatModelBase:
+def openai_transport(endpoint: Endpoint, model: str, api_key: str | None) -> OpenAITransport:
     """The transport an endpoint asks for."""
     cls = OpenAISDK if endpoint.transport == "sdk" else OpenAIHTTP
     return cls(endpoint, model, api_key)

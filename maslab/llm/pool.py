@@ -10,10 +10,10 @@ from asyncio_throttle import Throttler
 
 from maslab.errors import RateLimited
 from maslab.llm.retry import RetryPolicy
-from maslab.llm.types import ChatModelBase, ChatRequest, Completion
+from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature, Middleware
 
 
-class Limited(ChatModelBase):
+class Limited(Middleware):
     """At most ``max_concurrency`` requests in flight and ``rpm`` per minute to one endpoint.
 
     A 429 with Retry-After pauses every request to this endpoint until the server's time is up.
@@ -22,8 +22,7 @@ class Limited(ChatModelBase):
     def __init__(
         self, inner: ChatModelBase, max_concurrency: int, rpm: float | None = None
     ) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.max_concurrency = max_concurrency
         self._throttler = Throttler(rate_limit=max(1, round(rpm)), period=60.0) if rpm else None
         self._semaphore: asyncio.Semaphore | None = None
@@ -57,9 +56,6 @@ class Limited(ChatModelBase):
         finally:
             self.in_flight -= 1
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
 
 class Balanced(ChatModelBase):
     """Sends each request to the endpoint with the fewest requests in flight (first on ties).
@@ -82,6 +78,10 @@ class Balanced(ChatModelBase):
             self.endpoints, key=lambda e: (e.paused_until > now, e.in_flight / e.max_concurrency)
         )
         return await target.complete(request)
+
+    def supports(self, feature: Feature) -> bool:
+        """True when every endpoint does ``feature`` natively (any of them may get a request)."""
+        return all(e.supports(feature) for e in self.endpoints)
 
     async def aclose(self) -> None:
         await asyncio.gather(*(e.aclose() for e in self.endpoints))

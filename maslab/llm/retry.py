@@ -13,7 +13,7 @@ from tenacity import (
 )
 
 from maslab.errors import LLMError
-from maslab.llm.types import ChatModelBase, ChatRequest, Completion
+from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Middleware
 
 
 class RetryPolicy(BaseModel):
@@ -31,12 +31,11 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, LLMError) and exc.retryable
 
 
-class Retrying(ChatModelBase):
+class Retrying(Middleware):
     """Retries the inner model per ``policy``; the last failure is raised with ``attempts`` set."""
 
     def __init__(self, inner: ChatModelBase, policy: RetryPolicy | None = None) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.policy = policy or RetryPolicy()
         self._backoff = wait_random_exponential(
             multiplier=self.policy.initial_wait, max=self.policy.max_wait
@@ -59,6 +58,3 @@ class Retrying(ChatModelBase):
         except LLMError as exc:
             exc.attempts = retrying.statistics.get("attempt_number", 1)
             raise
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

@@ -1,7 +1,9 @@
 """Public testing kit: scripted models and a fake OpenAI-compatible HTTP server.
 
 * :class:`ScriptedModel` answers in-process from a list, a pattern dict or a callable and
-  records every request (``assert_consumed()`` checks a list script was used up).
+  records every request (``assert_consumed()`` checks a list script was used up); an answer
+  may be a :class:`Reply` with tool calls, and ``native=`` sets what the model claims to
+  support natively.
 * :class:`FakeOpenAIServer` serves the same scripts over real HTTP on 127.0.0.1, with latency,
   fault injection (429 with Retry-After, 500, 503, hangs, malformed JSON, empty choices) and
   counters (requests, served tokens, peak in-flight).
@@ -9,6 +11,7 @@
 
 from maslab.testing.fake_server import FAULTS, FakeOpenAIServer
 from maslab.testing.scripted import (
+    Reply,
     Script,
     ScriptedCall,
     ScriptedModel,
@@ -22,6 +25,7 @@ from maslab.testing.scripted import (
 __all__ = [
     "FAULTS",
     "FakeOpenAIServer",
+    "Reply",
     "Script",
     "ScriptError",
     "ScriptedCall",

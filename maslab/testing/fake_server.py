@@ -1,7 +1,9 @@
 """A fake OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
-It answers from a :class:`~maslab.testing.scripted.Script`, can add latency and inject faults
-(rate limits, server errors, hangs, broken bodies), and counts what it served::
+It answers from a :class:`~maslab.testing.scripted.Script` (text, or a
+:class:`~maslab.testing.scripted.Reply` with tool calls; the script sees the request's tools and
+response format), can add latency and inject faults (rate limits, server errors, hangs, broken
+bodies), and counts what it served::
 
     with FakeOpenAIServer(["4"], faults={"429": 0.2}, seed=1) as server:
         client = OpenAI(base_url=server.base_url, api_key="x")
@@ -34,9 +36,11 @@ from aiohttp import web
 from maslab.llm.types import ChatRequest, make_request
 from maslab.testing.scripted import (
     _TOKEN,
+    Reply,
     Script,
     ScriptError,
     ScriptSource,
+    as_reply,
     count_prompt_tokens,
     count_tokens,
     echo,
@@ -67,7 +71,16 @@ def _error(
 
 
 def _is_message(m: object) -> bool:
-    return isinstance(m, dict) and all(isinstance(m.get(k), str) for k in ("role", "content"))
+    """A role and text content (none only beside tool calls)."""
+    if not (isinstance(m, dict) and isinstance(m.get("role"), str)):
+        return False
+    return isinstance(m.get("content"), str) or (m.get("content") is None and "tool_calls" in m)
+
+
+_PARAMS = (
+    "temperature", "top_p", "max_tokens", "stop", "seed",
+    "tools", "tool_choice", "response_format", "logprobs", "top_logprobs",
+)  # fmt: skip
 
 
 def _parse(raw: bytes) -> tuple[dict[str, Any], ChatRequest]:
@@ -76,8 +89,7 @@ def _parse(raw: bytes) -> tuple[dict[str, Any], ChatRequest]:
     messages = body.get("messages") if isinstance(body, dict) else None
     if not (isinstance(messages, list) and messages and all(map(_is_message, messages))):
         raise ValueError("'messages' must be a non-empty list of {role, content} objects")
-    params = ("temperature", "top_p", "max_tokens", "stop", "seed")
-    return body, make_request(messages, **{k: body.get(k) for k in params})
+    return body, make_request(messages, **{k: body.get(k) for k in _PARAMS})
 
 
 def _limit(text: str, stop: Sequence[str] | None, max_tokens: int | None) -> tuple[str, str]:
@@ -309,22 +321,28 @@ class FakeOpenAIServer:
         if fault:
             return await self._fault(request, fault)
         try:
-            text = self.script.respond(chat)
+            reply = as_reply(self.script.respond(chat))
         except ScriptError as e:
             return _error(500, f"the fake server's script failed: {e}", "server_error")
         if self.echo_key:
-            text = f"{request.headers.get('Authorization', '')}\n{text}"
-        return self._completion(body.get("model") or self.model, chat, text)
+            auth = request.headers.get("Authorization", "")
+            reply = Reply(f"{auth}\n{reply.text}", reply.tool_calls, reply.finish_reason)
+        return self._completion(body.get("model") or self.model, chat, reply)
 
-    def _completion(self, model: str, chat: ChatRequest, text: str) -> web.Response:
-        text, finish = _limit(text, chat.stop, chat.max_tokens)
-        prompt, completion = count_prompt_tokens(chat.messages), count_tokens(text)
+    def _completion(self, model: str, chat: ChatRequest, reply: Reply) -> web.Response:
+        text, finish = _limit(reply.text, chat.stop, chat.max_tokens)
+        if reply.tool_calls or reply.finish_reason:
+            finish = reply.finish
+        written = Reply(text, reply.tool_calls).written
+        prompt, completion = count_prompt_tokens(chat.messages), count_tokens(written)
         with self._lock:
             self.served += 1
             self.served_prompt_tokens += prompt
             self.served_completion_tokens += completion
             number = self.served
-        message = {"role": "assistant", "content": text}
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if reply.tool_calls:
+            message["tool_calls"] = [c.to_wire() for c in reply.tool_calls]
         usage = {
             "prompt_tokens": prompt,
             "completion_tokens": completion,

@@ -1,11 +1,13 @@
 """Deterministic models for tests, examples and notebooks.
 
-A :class:`Script` turns a request into response text, from
+A :class:`Script` turns a request into an answer: response text, or a :class:`Reply` that may
+call tools (``Reply.calling("add", {"a": 2, "b": 3})``). Answers come from
 
-* a list of strings, answered in order (``cycle=True`` to wrap around);
-* a mapping of regular expressions to answers (a string, or a callable taking the request),
+* a list, answered in order (``cycle=True`` to wrap around);
+* a mapping of regular expressions to answers (an answer, or a callable taking the request),
   matched in order against the last user message;
-* a callable ``request -> str`` (it may raise an :class:`~maslab.errors.LLMError` to inject faults).
+* a callable ``request -> answer`` (it may raise an :class:`~maslab.errors.LLMError` to inject
+  faults). The request carries ``tools``, ``response_format`` and the rest for it to look at.
 
 :class:`ScriptedModel` serves a script in-process; :class:`~maslab.testing.FakeOpenAIServer`
 serves the same scripts over HTTP.
@@ -17,17 +19,53 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import orjson
 import yaml
 
 from maslab.errors import ConfigError
-from maslab.llm.types import ChatMessage, ChatModelBase, ChatRequest, Completion, Usage
+from maslab.llm.types import (
+    ChatMessage,
+    ChatModelBase,
+    ChatRequest,
+    Completion,
+    Feature,
+    FunctionCall,
+    Usage,
+)
 
-Responder = Callable[[ChatRequest], str]
-ScriptSource = Sequence[str] | Mapping[str, str | Responder] | Responder
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A scripted answer beyond plain text: tool calls, a finish reason (default: "tool_calls"
+    when it calls tools, else "stop")."""
+
+    text: str = ""
+    tool_calls: tuple[FunctionCall, ...] = ()
+    finish_reason: str | None = None
+
+    @classmethod
+    def calling(cls, name: str, arguments: Mapping[str, Any], *, id: str = "call_1") -> Reply:
+        """A reply that calls one function."""
+        return cls(tool_calls=(FunctionCall(id, name, orjson.dumps(arguments).decode()),))
+
+    @property
+    def finish(self) -> str:
+        return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
+
+    @property
+    def written(self) -> str:
+        """Everything the model wrote, for counting its tokens."""
+        return self.text + "".join(c.name + c.arguments for c in self.tool_calls)
+
+
+Answer = str | Reply
+Responder = Callable[[ChatRequest], Answer]
+ScriptSource = Sequence[Answer] | Mapping[str, Answer | Responder] | Responder
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -65,14 +103,14 @@ class Script:
         self,
         source: ScriptSource = echo,
         *,
-        default: str | Responder | None = None,
+        default: Answer | Responder | None = None,
         cycle: bool = False,
     ) -> None:
         self._lock = threading.Lock()
         self._default = default
         self._cycle = cycle
-        self._list: list[str] | None = None
-        self._patterns: list[tuple[re.Pattern[str], str | Responder]] | None = None
+        self._list: list[Answer] | None = None
+        self._patterns: list[tuple[re.Pattern[str], Answer | Responder]] | None = None
         self._callable: Responder | None = None
         self._next = 0
         if callable(source):
@@ -82,7 +120,7 @@ class Script:
         elif isinstance(source, Sequence) and not isinstance(source, str):
             self._list = list(source)
         else:
-            raise TypeError("a script is a list of strings, a dict of patterns, or a callable")
+            raise TypeError("a script is a list of answers, a dict of patterns, or a callable")
 
     @property
     def remaining(self) -> int:
@@ -91,7 +129,7 @@ class Script:
             return 0
         return len(self._list) - self._next
 
-    def respond(self, request: ChatRequest) -> str:
+    def respond(self, request: ChatRequest) -> Answer:
         if self._callable is not None:
             return self._callable(request)
         if self._list is not None:
@@ -108,10 +146,14 @@ class Script:
                 return answer(request) if callable(answer) else answer
         return self._fallback(request, f"no pattern matches the prompt {prompt[:80]!r}")
 
-    def _fallback(self, request: ChatRequest, reason: str) -> str:
+    def _fallback(self, request: ChatRequest, reason: str) -> Answer:
         if self._default is None:
             raise ScriptError(reason)
         return self._default(request) if callable(self._default) else self._default
+
+
+def as_reply(answer: Answer) -> Reply:
+    return answer if isinstance(answer, Reply) else Reply(answer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +162,7 @@ class ScriptedCall:
     response: str
     started: float
     finished: float
+    tool_calls: tuple[FunctionCall, ...] = ()
 
 
 class ScriptedModel(ChatModelBase):
@@ -127,6 +170,8 @@ class ScriptedModel(ChatModelBase):
 
     ``latency`` (seconds, or a callable of the request) is awaited before answering, so
     concurrency can be observed in ``calls`` (``started``/``finished`` are monotonic times).
+    ``native`` lists the features it claims to support (``model.supports(feature)``), so method
+    tests can take the native path and the text path.
     """
 
     def __init__(
@@ -135,30 +180,42 @@ class ScriptedModel(ChatModelBase):
         *,
         name: str = "scripted",
         latency: float | Callable[[ChatRequest], float] = 0.0,
-        default: str | Responder | None = None,
+        default: Answer | Responder | None = None,
         cycle: bool = False,
+        native: Iterable[Feature] = (),
     ) -> None:
         self.script = (
             script if isinstance(script, Script) else Script(script, default=default, cycle=cycle)
         )
         self.name = name
         self.latency = latency
+        self.native = frozenset(native)
         self.calls: list[ScriptedCall] = []
 
     @property
     def requests(self) -> list[ChatRequest]:
         return [c.request for c in self.calls]
 
+    def supports(self, feature: Feature) -> bool:
+        return feature in self.native
+
     async def complete(self, request: ChatRequest) -> Completion:
         started = time.monotonic()
         delay = self.latency(request) if callable(self.latency) else self.latency
         if delay:
             await asyncio.sleep(delay)
-        text = self.script.respond(request)
+        reply = as_reply(self.script.respond(request))
         finished = time.monotonic()
-        self.calls.append(ScriptedCall(request, text, started, finished))
-        usage = Usage(count_prompt_tokens(request.messages), count_tokens(text))
-        return Completion(text, usage, self.name, finished - started, finish_reason="stop")
+        self.calls.append(ScriptedCall(request, reply.text, started, finished, reply.tool_calls))
+        usage = Usage(count_prompt_tokens(request.messages), count_tokens(reply.written))
+        return Completion(
+            reply.text,
+            usage,
+            self.name,
+            finished - started,
+            finish_reason=reply.finish,
+            tool_calls=reply.tool_calls,
+        )
 
     def assert_consumed(self) -> None:
         """Fail if a list script still has unused answers (the method made fewer calls)."""

@@ -1,0 +1,206 @@
+"""Methods and judges on both paths: native structured output / tools when the model handle
+supports them, JSON in text when not; same calls, same outcome."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from maslab.context import Context
+from maslab.evaluators.llm_judge import VERDICT_SCHEMA as JUDGE_SCHEMA
+from maslab.evaluators.llm_judge import LLMJudgeEvaluator
+from maslab.messages import Message
+from maslab.method import get_method
+from maslab.methods.conductor import FINAL
+from maslab.methods.mad import RULING_SCHEMA, VERDICT_SCHEMA
+from maslab.methods.planner_executor import PLAN_SCHEMA
+from maslab.structured import json_params, reply_call, tool_params
+from maslab.task import Task
+from maslab.testing import Reply, ScriptedModel, last_user_message
+from maslab.tools import ToolCall, get_tools
+
+TASK = Task(id="t1", question="What is 6 * 7?", answer_type="number", gold="42")
+NATIVE = ["structured_output", "tools"]
+PATHS = pytest.mark.parametrize("native", [NATIVE, []], ids=["native", "text"])
+
+
+def schema_of(request):
+    """The JSON schema a request asks for natively, or None."""
+    if request.response_format is None:
+        return None
+    assert request.response_format["type"] == "json_schema"
+    return request.response_format["json_schema"]["schema"]
+
+
+# -- the helpers -------------------------------------------------------------------------------
+
+
+class Bare:
+    """A model handle that says nothing about native features."""
+
+    name = "bare"
+
+
+def test_a_handle_without_supports_gets_the_text_path():
+    assert json_params(Bare(), "x", {"type": "object"}) == {}
+    assert tool_params(Bare(), get_tools(["add"])) == {}
+
+
+def test_native_params_carry_the_schema_and_the_tools():
+    model = ScriptedModel(native=NATIVE)
+    fmt = json_params(model, "verdict", VERDICT_SCHEMA)["response_format"]
+    assert fmt == {
+        "type": "json_schema",
+        "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True},
+    }
+    offered = tool_params(model, get_tools(["add"]))
+    assert offered["tool_choice"] == "auto"
+    (spec,) = offered["tools"]
+    assert spec["function"]["name"] == "add"
+    assert spec["function"]["parameters"]["required"] == ["a", "b"]
+
+
+def test_reply_call_reads_native_calls_first_then_text():
+    native = Reply.calling("add", {"a": 1, "b": 2}).tool_calls
+    message = Message(sender="a", content='{"tool": "subtract", "arguments": {}}')
+    assert reply_call(message) == ToolCall(name="subtract", arguments={})
+    with_call = message.model_copy(update={"metadata": {"tool_calls": native}})
+    assert reply_call(with_call) == ToolCall(name="add", arguments={"a": 1, "b": 2})
+    broken = Reply(tool_calls=(native[0].__class__("c", "add", "not json"),)).tool_calls
+    assert reply_call(with_call.model_copy(update={"metadata": {"tool_calls": broken}})) == (
+        ToolCall(name="add", arguments={})
+    )
+
+
+# -- MAD ---------------------------------------------------------------------------------------
+
+
+def mad_model(native, verdict):
+    ruling = json.dumps({"reason": "Six sevens.", "answer": "42"})
+
+    def respond(request):
+        prompt = last_user_message(request)
+        if "of the debate is over" in prompt:
+            return verdict
+        if "candidate answers" in prompt:
+            return "Candidates: 42 and 41."
+        if "Back to the question" in prompt:
+            return ruling
+        return "The answer is 42."
+
+    return ScriptedModel(respond, native=native)
+
+
+@PATHS
+async def test_mad_moderator_verdict_on_both_paths(native):
+    yes = json.dumps(
+        {"preference": "yes", "supported_side": "affirmative", "reason": "r", "answer": "42"}
+    )
+    model = mad_model(native, yes)
+    solution = await get_method("mad")().solve(TASK, Context(model))
+    assert len(model.calls) == 3 and solution.answer == "Final answer:\n42"
+    schemas = [schema_of(r) for r in model.requests]
+    assert schemas == [None, None, VERDICT_SCHEMA if native else None]
+
+
+@PATHS
+async def test_mad_judge_ruling_on_both_paths(native):
+    no = json.dumps({"preference": "no", "supported_side": "negative", "reason": "", "answer": ""})
+    model = mad_model(native, no)
+    method = get_method("mad")(max_rounds=1)
+    solution = await method.solve(TASK, Context(model))
+    assert len(model.calls) == 3 + 2 and solution.metadata["decided_by"] == "judge"
+    assert solution.answer == "Final answer:\n42"
+    verdict, candidates, ruling = (schema_of(r) for r in model.requests[2:])
+    assert candidates is None
+    assert (verdict, ruling) == ((VERDICT_SCHEMA, RULING_SCHEMA) if native else (None, None))
+
+
+# -- planner_executor --------------------------------------------------------------------------
+
+
+@PATHS
+async def test_planner_executor_plan_and_calls_on_both_paths(native):
+    plan = json.dumps({"steps": ["Add 40 and 2.", "Multiply the sum by 1."]})
+    calls = (
+        [Reply.calling("add", {"a": 40, "b": 2}), Reply.calling("multiply", {"a": 42, "b": 1})]
+        if native
+        else [
+            json.dumps({"function": "add", "arguments": {"a": 40, "b": 2}}),
+            json.dumps({"function": "multiply", "arguments": {"a": 42, "b": 1}}),
+        ]
+    )
+    model = ScriptedModel([plan, *calls], native=native)
+    solution = await get_method("planner_executor")().solve(TASK, Context(model))
+    model.assert_consumed()
+    assert solution.answer == "42" and len(model.calls) == 3
+    assert [s["call"]["name"] for s in solution.metadata["steps"]] == ["add", "multiply"]
+    planner, *actors = model.requests
+    assert schema_of(planner) == (PLAN_SCHEMA if native else None)
+    for actor in actors:
+        prompt = last_user_message(actor)
+        if native:
+            names = [t["function"]["name"] for t in actor.tools]
+            assert names == ["add", "subtract", "multiply", "divide", "compare", "python"]
+            assert actor.tool_choice == "auto" and prompt.endswith("Call that function.")
+        else:
+            assert actor.tools is None and prompt.endswith("{<argument>: <value>, ...}}")
+
+
+async def test_planner_executor_reads_a_text_call_when_a_native_model_writes_one():
+    plan = json.dumps({"steps": ["Add 40 and 2."]})
+    text_call = json.dumps({"function": "add", "arguments": {"a": 40, "b": 2}})
+    model = ScriptedModel([plan, text_call], native=NATIVE)
+    solution = await get_method("planner_executor")().solve(TASK, Context(model))
+    assert solution.answer == "42" and model.requests[1].tools is not None
+
+
+# -- conductor ---------------------------------------------------------------------------------
+
+
+@PATHS
+async def test_conductor_actions_on_both_paths(native):
+    def planner_reply(action, **arguments):
+        return json.dumps({"thought": "t", "plan": [], "action": action, "arguments": arguments})
+
+    delegate = planner_reply("analyst", task="What is 6 * 7?")
+    replies = {"planner": [delegate, planner_reply(FINAL, answer="42")], "analyst": ["42."]}
+
+    def respond(request):
+        role = "planner" if "You lead a small team" in request.messages[0]["content"] else "analyst"
+        return replies[role].pop(0)
+
+    model = ScriptedModel(respond, native=native)
+    solution = await get_method("conductor")().solve(TASK, Context(model))
+    assert solution.answer == "42" and solution.metadata["finish"] == FINAL
+    assert len(model.calls) == 3
+    planner_calls = [r for r in model.requests if r.messages[0]["content"].startswith("You lead")]
+    assert len(planner_calls) == 2 and model.requests[1].response_format is None  # the analyst
+    for request in planner_calls:
+        schema = schema_of(request)
+        if not native:
+            assert schema is None
+            continue
+        assert request.response_format["json_schema"]["strict"] is False
+        assert schema["properties"]["action"]["enum"] == ["analyst", "coder", FINAL]
+        arguments = schema["properties"]["arguments"]["anyOf"]
+        assert [sorted(a["properties"]) for a in arguments] == [["task"], ["task"], ["answer"]]
+
+
+# -- LLM judge ---------------------------------------------------------------------------------
+
+
+@PATHS
+@pytest.mark.parametrize(("verdict", "correct"), [("CORRECT", True), ("INCORRECT", False)])
+async def test_the_judges_verdict_on_both_paths(native, verdict, correct):
+    reply = json.dumps({"verdict": verdict}) if native else verdict
+    judge = ScriptedModel(["42", reply], native=native)
+    ctx = Context(ScriptedModel(), sample_id="s")
+    score = await LLMJudgeEvaluator(judge=judge).score(TASK, "The answer is 42.", ctx=ctx)
+    assert score.correct is correct and score.extracted == "42"
+    judge.assert_consumed()
+    extract, compare = judge.requests
+    assert schema_of(extract) is None
+    assert schema_of(compare) == (JUDGE_SCHEMA if native else None)
+    assert ctx.ledger.totals(purpose="scoring").calls == 2
