@@ -1,9 +1,10 @@
 """maslab: LLM multi-agent systems on one shared agent / message / topology abstraction.
 
-from maslab import Context, Task, get_method, load_model
+import maslab
 
-method = get_method("llm_debate")(agents=3, rounds=2)
-solution = await method.solve(task, Context(load_model("openai:gpt-4o-mini")))
+run = maslab.evaluate("llm_debate", "arith", "openai:gpt-4o-mini", limit=20)  # as `maslab run`
+print(run.accuracy, run.summary.ci)
+run.to_pandas()  # one row per sample
 """
 
 from maslab.agents import Agent
@@ -11,10 +12,12 @@ from maslab.benchmark import Benchmark, get_benchmark, list_benchmarks
 from maslab.context import Budget, Context
 from maslab.errors import BudgetExceeded, ConfigError, LLMError, MaslabError, SampleEnded
 from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
+from maslab.harness import aevaluate, evaluate
 from maslab.llm.registry import ModelPool, load_model
 from maslab.llm.types import ChatModel, Completion, Usage
 from maslab.messages import Message, Transcript
 from maslab.method import Method, MethodConfig, get_method, list_methods, register_method
+from maslab.run_result import RunResult, load_run
 from maslab.task import Solution, Task
 from maslab.topology import Topology
 
@@ -36,6 +39,7 @@ __all__ = [
     "Method",
     "MethodConfig",
     "ModelPool",
+    "RunResult",
     "SampleEnded",
     "Score",
     "Solution",
@@ -43,6 +47,8 @@ __all__ = [
     "Topology",
     "Transcript",
     "Usage",
+    "aevaluate",
+    "evaluate",
     "get_benchmark",
     "get_evaluator",
     "get_method",
@@ -50,5 +56,6 @@ __all__ = [
     "list_evaluators",
     "list_methods",
     "load_model",
+    "load_run",
     "register_method",
 ]
