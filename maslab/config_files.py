@@ -112,7 +112,7 @@ def _override_pairs(
             else:
                 yield path, value
         return
-    for item in overrides:
+    for item in [overrides] if isinstance(overrides, str) else overrides:
         path, sep, raw = item.partition("=")
         if not sep or not path:
             raise ConfigError(f"{what}: '{item}' is not key=value")

@@ -34,6 +34,7 @@ from maslab.method import Method, get_method
 from maslab.paths import default_response_cache
 from maslab.run_result import RunResult, run_label
 from maslab.runner import DEFAULT_SAMPLING, RunConfig, Runner
+from maslab.sweep import judge_options, unused_judge
 
 DEMO_MAX_TOKENS = 256  # the demo model is slow and rambles: keep its answers short
 Overrides = Mapping[str, Any] | Sequence[str]
@@ -125,8 +126,6 @@ def run_config(
     method_config = apply_overrides(settings, config or (), f"{method_name} {option('config')}")
     method_object = get_method(method_name)(method_config)  # one-line error before any work
     evaluator_name = evaluator or get_benchmark(benchmark).evaluator
-    from maslab.sweep import judge_options, unused_judge
-
     evaluator_options = judge_options(evaluator_name, judge_model)
     if judge_model and not evaluator_options:
         raise unused_judge(option("judge_model"), [evaluator_name])

@@ -246,6 +246,9 @@ def test_a_method_instance_or_class_and_config_overrides(tmp_path):
                                                            "weak.temperature": 0.2})  # fmt: skip
     assert relay.method_config["strong"] == {"model": None, "temperature": 0.1}
     assert relay.method_config["weak"]["temperature"] == 0.2
+    assert (
+        run_config("llm_debate", "gsm8k", SCRIPTED, config="rounds=1").method_config["rounds"] == 1
+    )
     arith = run_config("vanilla", "arith", SCRIPTED, bench_options={"difficulty": 4})
     assert arith.benchmark_options == {"difficulty": 4}
 
@@ -257,6 +260,12 @@ def test_run_config_defaults_to_the_demo_model_with_short_answers():
     assert config.model == DEMO_MODEL and config.sampling["max_tokens"] == 256
     assert run_config("vanilla", "arith", SCRIPTED).sampling["max_tokens"] == 2048
     assert config.out.startswith("runs/arith/vanilla__local-smollm2-135m__")
+
+
+def test_without_a_model_a_note_names_the_demo_model(caplog):
+    with pytest.raises(ConfigError):
+        maslab.evaluate("debat", "arith")
+    assert f"no model given: using {DEMO_MODEL}, a tiny offline demo model" in caplog.text
 
 
 class Unregistered(Method):
