@@ -1,5 +1,7 @@
 """``maslab export``: a run's samples as one flat table (CSV, Parquet or JSON lines), the rows
-of :meth:`maslab.RunResult.to_pandas`."""
+of :meth:`maslab.RunResult.to_pandas`, written to ``samples.<format>`` in the run directory,
+to ``-o FILE`` (whose suffix names the format unless ``--format`` does) or to stdout (``-o -``).
+"""
 
 from __future__ import annotations
 
@@ -16,8 +18,6 @@ from maslab.cli.console import console, output_file
 from maslab.errors import ConfigError
 from maslab.results import write_atomically
 from maslab.run_result import SAMPLE_COLUMNS, load_run
-
-FORMATS = ("csv", "parquet", "jsonl")
 
 
 def _csv(rows: list[dict[str, Any]]) -> bytes:
@@ -46,6 +46,7 @@ def _parquet(rows: list[dict[str, Any]]) -> bytes:
 
 
 _WRITERS = {"csv": _csv, "parquet": _parquet, "jsonl": _jsonl}
+FORMATS = tuple(_WRITERS)
 
 
 def _format(args: argparse.Namespace) -> str:
