@@ -1,4 +1,4 @@
-"""Quickstart: import a method class, run it on three tasks, print answers and token usage.
+"""Quickstart: solve one question with a method, then run it on a benchmark as `maslab run` does.
 
     python examples/quickstart.py                                   # offline, embedded model
     MASLAB_MODEL=openai:gpt-4o-mini python examples/quickstart.py   # a real model
@@ -11,22 +11,30 @@ from __future__ import annotations
 
 import os
 
-from maslab import get_benchmark
+import maslab
 from maslab.methods.llm_debate import LLMDebate
 
 MODEL = os.environ.get("MASLAB_MODEL", "local:smollm2-135m")
 
 
 def main() -> None:
-    tasks = get_benchmark("arith")(difficulty=2).load(limit=3)
     debate = LLMDebate(agents=3, rounds=2)
-    for task in tasks:
-        outcome = debate.run(task, MODEL, sampling={"temperature": 0.5, "max_tokens": 128})
-        usage = outcome.usage
-        print(f"{task.id}: gold {task.gold}, votes {outcome.solution.metadata['votes']}")
-        print(f"  {usage.calls} calls, {usage.prompt_tokens} prompt + "
-              f"{usage.completion_tokens} completion tokens")  # fmt: skip
-        print(f"  debater_1 said: {outcome.context.transcript.messages[-3].content[:100]!r}")
+
+    # one question: the solution, the transcript and the usage
+    outcome = debate.run("What is 17 * 23?", MODEL, sampling={"max_tokens": 128})
+    print(f"one question: votes {outcome.solution.metadata['votes']}, {outcome.usage.calls} calls")
+    print(f"  debater_1 said: {outcome.context.transcript.messages[-3].content[:100]!r}")
+
+    # a benchmark run, as `maslab run --method llm_debate --benchmark arith --limit 3 ...` runs
+    # it: checked first, resumable, written to runs/arith/... with its report.html
+    run = maslab.evaluate(
+        debate, "arith", MODEL, limit=3, bench_options={"difficulty": 2}, max_tokens=128
+    )
+    print(run)
+    for row in run.to_records():
+        print(f"  {row['task_id']}: gold {row['gold']}, answered {row['extracted']}, "
+              f"{row['calls']} calls, {row['tokens']} tokens")  # fmt: skip
+    print(f"report: {run.report}")
 
 
 if __name__ == "__main__":

@@ -27,10 +27,14 @@ registers its class by name (``register_method``, ``register_benchmark``,
 the same names, and model providers through ``maslab.llm.registry.register_provider``. The
 core reaches a plug-in only through its registry.
 
-    from maslab import Task, get_method
+    import maslab
 
-    debate = get_method("llm_debate")(agents=3, rounds=2)
-    outcome = debate.run(Task(id="q1", question="What is 17 * 23?"), "openai:gpt-4o-mini")
+    run = maslab.evaluate("llm_debate", "arith", "openai:gpt-4o-mini", limit=20)  # as `maslab run`
+    print(run.accuracy, run.summary.ci)
+    run.to_pandas()  # one row per sample
+
+    debate = maslab.get_method("llm_debate")(agents=3, rounds=2)  # one question, in a script
+    outcome = debate.run("What is 17 * 23?", "openai:gpt-4o-mini")
 """
 
 from maslab.agents import Agent
@@ -38,10 +42,12 @@ from maslab.benchmark import Benchmark, get_benchmark, list_benchmarks
 from maslab.context import Budget, Context
 from maslab.errors import BudgetExceeded, ConfigError, LLMError, MaslabError, SampleEnded
 from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
+from maslab.harness import aevaluate, evaluate
 from maslab.llm.registry import ModelPool, load_model
 from maslab.llm.types import ChatModel, Completion, Usage
 from maslab.messages import Message, Transcript
 from maslab.method import Method, MethodConfig, get_method, list_methods, register_method
+from maslab.run_result import RunResult, load_run
 from maslab.task import Solution, Task
 from maslab.topology import Topology
 
@@ -63,6 +69,7 @@ __all__ = [
     "Method",
     "MethodConfig",
     "ModelPool",
+    "RunResult",
     "SampleEnded",
     "Score",
     "Solution",
@@ -70,6 +77,8 @@ __all__ = [
     "Topology",
     "Transcript",
     "Usage",
+    "aevaluate",
+    "evaluate",
     "get_benchmark",
     "get_evaluator",
     "get_method",
@@ -77,5 +86,6 @@ __all__ = [
     "list_evaluators",
     "list_methods",
     "load_model",
+    "load_run",
     "register_method",
 ]

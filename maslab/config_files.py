@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -98,14 +99,34 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def apply_overrides(base: dict[str, Any], overrides: list[str], what: str) -> dict[str, Any]:
-    """Apply ``key.path=value`` overrides to a copy of ``base``; list items by index
-    (``agents.0.model=openai:gpt-4o``). Unknown keys are left for validation to reject."""
-    result = copy.deepcopy(base)
-    for item in overrides:
+def _override_pairs(
+    overrides: Mapping[str, Any] | Iterable[str], what: str, prefix: str = ""
+) -> Iterator[tuple[str, Any]]:
+    """(dotted path, value) pairs: ``key.path=value`` strings (values read as YAML), or a
+    mapping whose keys may be dotted and whose nested mappings merge into the base."""
+    if isinstance(overrides, Mapping):
+        for key, value in overrides.items():
+            path = f"{prefix}{key}"
+            if isinstance(value, Mapping) and value:
+                yield from _override_pairs(value, what, f"{path}.")
+            else:
+                yield path, value
+        return
+    for item in [overrides] if isinstance(overrides, str) else overrides:
         path, sep, raw = item.partition("=")
         if not sep or not path:
             raise ConfigError(f"{what}: '{item}' is not key=value")
+        yield path, parse_value(raw)
+
+
+def apply_overrides(
+    base: dict[str, Any], overrides: Mapping[str, Any] | Iterable[str], what: str
+) -> dict[str, Any]:
+    """Apply overrides to a copy of ``base``: ``key.path=value`` strings, or a mapping (dotted
+    keys or nested mappings); list items by index (``agents.0.model=openai:gpt-4o``). Unknown
+    keys are left for validation to reject."""
+    result = copy.deepcopy(base)
+    for path, value in _override_pairs(overrides, what):
         node: Any = result
         keys = path.split(".")
         for i, key in enumerate(keys):
@@ -121,7 +142,7 @@ def apply_overrides(base: dict[str, Any], overrides: list[str], what: str) -> di
             else:
                 raise ConfigError(f"{what}: '{path}': '{keys[i - 1]}' is not a mapping or list")
             if last:
-                node[index] = parse_value(raw)
+                node[index] = copy.deepcopy(value)
             else:
                 node = node[index]
     return result

@@ -294,3 +294,15 @@ class RunStore:
             if f is not None:
                 f.close()
         self._results = self._traces = None
+
+
+def existing_run(path: str | Path) -> RunStore:
+    """The run in ``path``, or a one-line :class:`ConfigError` saying why it is not one."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such run directory")
+    if not path.is_dir():
+        raise ConfigError(f"{path}: not a run directory (it is a file)")
+    store = RunStore(path)
+    store.manifest()  # no manifest, or an unreadable one: a one-line error now
+    return store

@@ -8,16 +8,13 @@ import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.text import Text
 
 from maslab.errors import ConfigError
 from maslab.secrets import redact
-
-if TYPE_CHECKING:
-    from maslab.results import RunStore
 
 
 class _Console(Console):
@@ -93,19 +90,6 @@ def import_option(p: argparse.ArgumentParser) -> None:
         help="import a module first (a dotted name or a .py file) so the methods, benchmarks, "
         "evaluators, providers or tools it registers can be named; repeatable",
     )
-
-
-def run_dir(path: Path) -> RunStore:
-    """The run in ``path``, or a one-line error saying why it is not one."""
-    from maslab.results import RunStore
-
-    if not path.exists():
-        raise ConfigError(f"{path}: no such run directory")
-    if not path.is_dir():
-        raise ConfigError(f"{path}: not a run directory (it is a file)")
-    store = RunStore(path)
-    store.manifest()  # no manifest, or an unreadable one: a one-line error now
-    return store
 
 
 def output_file(path: Path) -> None:

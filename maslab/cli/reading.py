@@ -7,15 +7,16 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from maslab.cli.console import console, number, output_file, run_dir
+from maslab.cli.console import console, number, output_file
 from maslab.errors import ConfigError, MaslabError
+from maslab.results import existing_run
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from maslab.report import build_report
 
     for run in args.runs:
-        run_dir(run)
+        existing_run(run)
     output_file(args.output)
     prices = _load_prices(args.prices) if args.prices else None
     path = build_report(args.runs, args.output, prices=prices)
@@ -35,7 +36,7 @@ def _load_prices(path: Path) -> dict[str, tuple[float, float]]:
 def cmd_show(args: argparse.Namespace) -> int:
     from maslab.show import show_run, show_task
 
-    store = run_dir(args.run)
+    store = existing_run(args.run)
     if args.task_id is None:
         show_run(store, console, _load_prices(args.prices) if args.prices else None)
     else:
@@ -46,7 +47,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from maslab.stats import paired_comparison, summarize
 
-    a, b = run_dir(args.run_a), run_dir(args.run_b)
+    a, b = existing_run(args.run_a), existing_run(args.run_b)
     ma, mb = a.manifest(), b.manifest()
     differ = [k for k in _SAME_DATA if getattr(ma, k) != getattr(mb, k)]
     if differ and not args.pair_by_id:
@@ -94,7 +95,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     from maslab.evaluation import get_evaluator
     from maslab.sweep import judge_options, unused_judge
 
-    store = run_dir(args.run)
+    store = existing_run(args.run)
     options_a = judge_options(args.evaluator_a, args.judge_model)
     options_b = judge_options(args.evaluator_b, args.judge_model)
     if args.judge_model and not (options_a or options_b):

@@ -25,7 +25,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     2 for a mistake in the file or the options, or when no cell could start."""
     from maslab.report import build_report
     from maslab.runner import Runner
-    from maslab.stats import summarize
     from maslab.sweep import load_sweep, select
 
     sweep = load_sweep(args.file, models=args.model)
@@ -44,12 +43,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finished = []
     for cell, runner in ready:
         try:
-            records = execute(runner, quiet=args.quiet)
+            result = execute(runner, quiet=args.quiet)
         except MaslabError as exc:  # e.g. an endpoint that cannot be reached
             failed.append((cell, "while running", str(exc)))
             continue
         finished.append(cell.config.out)
-        if errors := summarize(records).describe_errors(limit=1):
+        if errors := result.summary.describe_errors(limit=1):
             failed.append((cell, "samples errored", errors))
     console.print(f"sweep done: {len(finished)} of {len(cells)} runs finished under {sweep.out}")
     if finished:

@@ -1,0 +1,93 @@
+"""``maslab export``: a run's samples as one flat table (CSV, Parquet or JSON lines), the rows
+of :meth:`maslab.RunResult.to_pandas`, written to ``samples.<format>`` in the run directory,
+to ``-o FILE`` (whose suffix names the format unless ``--format`` does) or to stdout (``-o -``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from maslab.cli.console import console, output_file
+from maslab.errors import ConfigError
+from maslab.results import write_atomically
+from maslab.run_result import SAMPLE_COLUMNS, load_run
+
+
+def _csv(rows: list[dict[str, Any]]) -> bytes:
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(SAMPLE_COLUMNS))
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue().encode()
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(row) + b"\n" for row in rows)
+
+
+def _parquet(rows: list[dict[str, Any]]) -> bytes:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ConfigError("writing parquet needs pyarrow: pip install 'maslab[hf]'") from None
+    types = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    schema = pa.schema([(name, types[kind]) for name, kind in SAMPLE_COLUMNS.items()])
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), buffer)
+    return buffer.getvalue()
+
+
+_WRITERS = {"csv": _csv, "parquet": _parquet, "jsonl": _jsonl}
+FORMATS = tuple(_WRITERS)
+
+
+def _format(args: argparse.Namespace) -> str:
+    """--format, else the output file's suffix, else csv."""
+    if args.format:
+        return args.format
+    if args.output is None or str(args.output) == "-":
+        return "csv"
+    suffix = args.output.suffix.lstrip(".")
+    if suffix not in FORMATS:
+        raise ConfigError(
+            f"{args.output}: cannot tell the format from the name; add --format {'|'.join(FORMATS)}"
+        )
+    return suffix
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    result = load_run(args.run)
+    fmt = _format(args)
+    data = _WRITERS[fmt](result.to_records())
+    if str(args.output) == "-":
+        sys.stdout.buffer.write(data)
+        return 0
+    path = args.output or result.dir / f"samples.{fmt}"
+    output_file(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, data)
+    console.print(f"{len(result.records)} samples written to {path}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="a run's samples as one table: CSV, Parquet or JSON lines")
+    p.add_argument("run", type=Path)
+    p.add_argument(
+        "--format", choices=FORMATS, help="default: from the output file's name, else csv"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="file to write, '-' for stdout (default: samples.<format> in the run directory)",
+    )
+    p.set_defaults(func=cmd_export)

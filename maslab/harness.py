@@ -1,0 +1,328 @@
+"""Runs from Python: the one path that ``maslab run``, ``maslab sweep`` and :func:`evaluate`
+share.
+
+:func:`run_config` turns keyword options into a validated :class:`RunConfig` (the CLI's run
+options, with Python names) and :func:`execute` opens or resumes its directory, runs what is
+left and reads the result back. So ``maslab.evaluate("llm_debate", "arith", limit=5)`` checks
+the same things, uses the same defaults and writes to (or resumes) the same directory as
+``maslab run --method llm_debate --benchmark arith --limit 5``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import hashlib
+import logging
+import re
+import sys
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import orjson
+from pydantic import ValidationError
+
+from maslab import defaults
+from maslab.benchmark import get_benchmark
+from maslab.config_files import apply_overrides, validation_message
+from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
+from maslab.errors import ConfigError, MaslabError
+from maslab.llm.registry import check_model
+from maslab.method import Method, get_method
+from maslab.paths import default_response_cache
+from maslab.roles import parse_model_roles, role_models
+from maslab.run_result import RunResult, run_label
+from maslab.runner import RunConfig, Runner
+from maslab.sweep import judge_options, unused_judge
+
+Overrides = Mapping[str, Any] | Sequence[str]
+
+log = logging.getLogger(__name__)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60]
+
+
+def default_out(config: Mapping[str, Any]) -> Path:
+    """A stable directory per run identity, so running the same run again resumes it."""
+    keys = ("method", "method_config", "benchmark", "benchmark_options", "split", "model",
+            "sampling", "seed", "evaluator", "data", "shuffle", "max_calls", "max_tokens",
+            "max_seconds")  # fmt: skip
+    identity = {k: config.get(k) for k in keys}
+    if config.get("model_roles"):  # only when set: runs without keep their directories
+        identity["model_roles"] = config["model_roles"]
+    digest = hashlib.sha256(
+        orjson.dumps(identity, option=orjson.OPT_SORT_KEYS, default=str)
+    ).hexdigest()[:8]
+    name = f"{_slug(config['method'])}__{_slug(config['model'])}__{digest}"
+    return Path("runs") / _slug(config["benchmark"]) / name
+
+
+def _method_settings(method: str | Method | type[Method]) -> tuple[str, dict[str, Any]]:
+    """The registered name of ``method`` and its settings (the defaults, or an instance's)."""
+    if isinstance(method, str):
+        cls = get_method(method)
+    else:
+        cls = method if isinstance(method, type) else type(method)
+        if not issubclass(cls, Method):
+            raise ConfigError(
+                f"method must be a method name, or a Method class or instance; got {method!r}"
+            )
+        if not cls.name or get_method(cls.name) is not cls:
+            raise ConfigError(
+                f"{cls.__qualname__} is not registered: decorate it with "
+                "@register_method('<name>'), so the run's manifest can name it"
+            )
+    settings = method.config if isinstance(method, Method) else cls.Config()
+    return cls.name, settings.model_dump(mode="json")
+
+
+def run_config(
+    method: str | Method | type[Method],
+    benchmark: str,
+    model: str | None = None,
+    *,
+    split: str = defaults.SPLIT,
+    data: str | Path | None = None,
+    limit: int | None = None,
+    shuffle: bool = False,
+    repeats: int = defaults.REPEATS,
+    seed: int = defaults.SEED,
+    concurrency: int = defaults.CONCURRENCY,
+    config: Overrides | None = None,
+    model_roles: Mapping[str, Any] | Sequence[str] | None = None,
+    bench_options: Overrides | None = None,
+    temperature: float = defaults.TEMPERATURE,
+    max_tokens: int | None = None,
+    evaluator: str | None = None,
+    judge_model: str | None = None,
+    max_calls: int | None = None,
+    max_sample_tokens: int | None = None,
+    max_sample_seconds: float | None = None,
+    endpoints: str | Path | None = None,
+    cache: bool | str | Path = True,
+    out: str | Path | None = None,
+    strict_sandbox: bool = False,
+    flags: Mapping[str, str] | None = None,
+) -> RunConfig:
+    """Check every option and build the run's config, before anything is written.
+
+    ``model`` defaults to the embedded demo model, whose ``max_tokens`` defaults to
+    :data:`~maslab.defaults.DEMO_MAX_TOKENS` (:data:`~maslab.defaults.MAX_TOKENS` for other
+    models). ``config`` and ``bench_options`` override the method's settings and the
+    benchmark's options: ``KEY=VALUE`` strings (values read as YAML) or a mapping (dotted keys
+    such as ``"rounds"`` or ``"layers.0"``, or nested mappings). ``model_roles`` puts roles or
+    agents of the method on other models (:mod:`maslab.roles`): a mapping, or the CLI's
+    ``NAME=MODEL`` strings.
+    ``cache`` is True for the user's response cache, False for none, or a file. ``out``
+    defaults to a directory under ``runs/<benchmark>/`` named by the run's identity, so the
+    same options resume the same run. ``flags`` spells options in error messages (the CLI's
+    ``--out`` for ``out``); a one-line :class:`MaslabError` on any mistake.
+    """
+
+    def option(name: str) -> str:
+        return (flags or {}).get(name, name)
+
+    model = model or DEMO_MODEL
+    if max_tokens is None:
+        max_tokens = DEMO_MAX_TOKENS if model == DEMO_MODEL else defaults.MAX_TOKENS
+    method_name, settings = _method_settings(method)
+    method_config = apply_overrides(settings, config or (), f"{method_name} {option('config')}")
+    method_object = get_method(method_name)(method_config)  # one-line error before any work
+    evaluator_name = evaluator or get_benchmark(benchmark).evaluator
+    evaluator_options = judge_options(evaluator_name, judge_model)
+    if judge_model and not evaluator_options:
+        raise unused_judge(option("judge_model"), [evaluator_name])
+    if model_roles is not None and not isinstance(model_roles, Mapping):
+        model_roles = parse_model_roles(model_roles)
+    roles = method_object.check_model_roles(model_roles)
+    for spec in filter(None, (model, judge_model, *role_models(roles))):
+        check_model(spec, endpoints)
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"{option('out')} {out} is a file; name a run directory")
+    if cache is True:
+        cache = default_response_cache()
+    fields: dict[str, Any] = {
+        "method": method_name,
+        "method_config": method_config,
+        "benchmark": benchmark,
+        "benchmark_options": apply_overrides({}, bench_options or (), option("bench_options")),
+        "split": split,
+        "limit": limit,
+        "shuffle": shuffle,
+        "data": str(data) if data else None,
+        "model": model,
+        "model_roles": roles,
+        "endpoints": str(endpoints) if endpoints else None,
+        "sampling": {"temperature": temperature, "max_tokens": max_tokens},
+        "repeats": repeats,
+        "seed": seed,
+        "concurrency": concurrency,
+        "evaluator": evaluator,
+        "evaluator_options": evaluator_options,
+        "max_calls": max_calls,
+        "max_tokens": max_sample_tokens,
+        "max_seconds": max_sample_seconds,
+        "cache": str(cache) if cache else None,
+        "strict_sandbox": strict_sandbox,
+    }
+    fields["out"] = str(out or default_out(fields))
+    try:
+        return RunConfig.model_validate(fields)
+    except ValidationError as exc:
+        raise MaslabError(validation_message(exc, "run")) from None
+
+
+async def execute(runner: Runner, *, progress: bool = False, report: bool = True) -> RunResult:
+    """Open (or resume) the runner's directory and run the samples still to do, with a live
+    progress bar on stderr when ``progress``; then write the run's ``report.html`` when
+    ``report``, and return the run as read back."""
+    runner.open()
+    if progress:
+        from maslab.progress import RunProgress
+
+        total = len(runner.tasks) * runner.config.repeats
+        label = run_label(runner.manifest)
+        with RunProgress(label, total, done=runner.store.results()) as bar:
+            runner.listener = bar.update
+            await runner.run()
+    else:
+        await runner.run()
+    if report:
+        from maslab.report import build_report
+
+        build_report([runner.store.dir], runner.store.dir / "report.html")
+    return RunResult.read(runner.store)
+
+
+async def aevaluate(
+    method: str | Method | type[Method],
+    benchmark: str,
+    model: str | None = None,
+    *,
+    limit: int | None = None,
+    repeats: int = defaults.REPEATS,
+    config: Overrides | None = None,
+    model_roles: Mapping[str, Any] | None = None,
+    split: str = defaults.SPLIT,
+    data: str | Path | None = None,
+    shuffle: bool = False,
+    seed: int = defaults.SEED,
+    concurrency: int = defaults.CONCURRENCY,
+    bench_options: Overrides | None = None,
+    temperature: float = defaults.TEMPERATURE,
+    max_tokens: int | None = None,
+    evaluator: str | None = None,
+    judge_model: str | None = None,
+    max_calls: int | None = None,
+    max_sample_tokens: int | None = None,
+    max_sample_seconds: float | None = None,
+    endpoints: str | Path | None = None,
+    cache: bool | str | Path = True,
+    out: str | Path | None = None,
+    strict_sandbox: bool = False,
+    progress: bool | None = None,
+) -> RunResult:
+    """Run ``method`` on ``benchmark`` as ``maslab run`` does, in a running event loop
+    (``await maslab.aevaluate(...)`` in a notebook); :func:`evaluate` is the blocking form.
+
+    ``method`` is a registered name, or a registered Method class or instance (whose settings
+    ``config`` then overrides). The options are ``maslab run``'s (see :func:`run_config`);
+    the budgets are ``max_calls``, ``max_sample_tokens`` and ``max_sample_seconds``. The run
+    resumes when its directory holds finished samples, and ends with ``report.html`` written
+    beside them. ``progress``: a live bar on stderr; by default only when stderr is a terminal
+    (not in a notebook). Returns the run as a :class:`RunResult`.
+    """
+    if not model:
+        log.warning(
+            "no model given: using %s, a tiny offline demo model (expect near-zero accuracy); "
+            "pass e.g. model='openai:gpt-4o-mini' for a real one",
+            DEMO_MODEL,
+        )
+    runner = Runner(
+        run_config(
+            method,
+            benchmark,
+            model,
+            split=split,
+            data=data,
+            limit=limit,
+            shuffle=shuffle,
+            repeats=repeats,
+            seed=seed,
+            concurrency=concurrency,
+            config=config,
+            model_roles=model_roles,
+            bench_options=bench_options,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            evaluator=evaluator,
+            judge_model=judge_model,
+            max_calls=max_calls,
+            max_sample_tokens=max_sample_tokens,
+            max_sample_seconds=max_sample_seconds,
+            endpoints=endpoints,
+            cache=cache,
+            out=out,
+            strict_sandbox=strict_sandbox,
+        )
+    )
+    if progress is None:
+        progress = getattr(sys.stderr, "isatty", lambda: False)()
+    return await execute(runner, progress=progress)
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to the end and return its result, from plain code or from code an
+    event loop is running (a notebook cell): there on a worker thread with its own loop, which
+    an interrupt (the notebook's stop button) cancels before it is raised here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    running: concurrent.futures.Future[Callable[[], None]] = concurrent.futures.Future()
+
+    async def main() -> T:
+        cancel = asyncio.current_task().cancel  # type: ignore[union-attr]
+        loop = asyncio.get_running_loop()
+        running.set_result(lambda: loop.call_soon_threadsafe(cancel))
+        return await coroutine
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="maslab") as worker:
+        outcome = worker.submit(asyncio.run, main())
+        try:
+            return outcome.result()
+        except KeyboardInterrupt:
+            with suppress(RuntimeError):  # the loop has closed already: nothing to cancel
+                running.result()()
+            raise  # once the worker has wound the run down (leaving the with block waits)
+
+
+def _blocking(function: Callable[P, Coroutine[Any, Any, T]], name: str, doc: str) -> Callable[P, T]:
+    """The blocking form of ``function``, with its parameters (see :func:`_run_blocking`)."""
+
+    @functools.wraps(function)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+        return _run_blocking(function(*args, **kwargs))
+
+    blocking.__name__ = blocking.__qualname__ = name
+    blocking.__doc__ = doc
+    return blocking
+
+
+evaluate = _blocking(
+    aevaluate,
+    "evaluate",
+    """Run ``method`` on ``benchmark`` as ``maslab run`` does and return the
+    :class:`RunResult`; the options are :func:`aevaluate`'s. It blocks until the run ends, in a
+    script or in a notebook (where it runs on a worker thread; ``await maslab.aevaluate(...)``
+    is the native form there).""",
+)
