@@ -55,6 +55,8 @@ def default_out(config: Mapping[str, Any]) -> Path:
     identity = {k: config.get(k) for k in keys}
     if config.get("model_roles"):  # only when set: runs without keep their directories
         identity["model_roles"] = config["model_roles"]
+    if config.get("native") is False:  # likewise
+        identity["native"] = False
     digest = hashlib.sha256(
         orjson.dumps(identity, option=orjson.OPT_SORT_KEYS, default=str)
     ).hexdigest()[:8]
@@ -107,6 +109,7 @@ def run_config(
     cache: bool | str | Path = True,
     out: str | Path | None = None,
     strict_sandbox: bool = False,
+    native: bool = True,
     flags: Mapping[str, str] | None = None,
 ) -> RunConfig:
     """Check every option and build the run's config, before anything is written.
@@ -114,11 +117,12 @@ def run_config(
     ``model`` defaults to the embedded demo model, whose ``max_tokens`` defaults to
     :data:`~maslab.defaults.DEMO_MAX_TOKENS` (:data:`~maslab.defaults.MAX_TOKENS` for other
     models). ``config`` and ``bench_options`` override the method's settings and the
-    benchmark's options: ``KEY=VALUE`` strings (values read as YAML) or a mapping (dotted keys
-    such as ``"rounds"`` or ``"layers.0"``, or nested mappings). ``model_roles`` puts roles or
+    benchmark's options: ``KEY=VALUE`` strings (values read as YAML) or a mapping (keys may
+    be dotted paths into nested settings, or values nested mappings). ``model_roles`` puts roles or
     agents of the method on other models (:mod:`maslab.roles`): a mapping, or the CLI's
-    ``NAME=MODEL`` strings.
-    ``cache`` is True for the user's response cache, False for none, or a file. ``out``
+    ``NAME=MODEL`` strings. ``native=False`` keeps every call on the text protocol (no
+    structured output or tool calls, whatever the model offers). ``cache`` is True for the
+    user's response cache, False for none, or a file. ``out``
     defaults to a directory under ``runs/<benchmark>/`` named by the run's identity, so the
     same options resume the same run. ``flags`` spells options in error messages (the CLI's
     ``--out`` for ``out``); a one-line :class:`MaslabError` on any mistake.
@@ -169,6 +173,7 @@ def run_config(
         "max_seconds": max_sample_seconds,
         "cache": str(cache) if cache else None,
         "strict_sandbox": strict_sandbox,
+        "native": native,
     }
     fields["out"] = str(out or default_out(fields))
     try:
@@ -225,6 +230,7 @@ async def aevaluate(
     cache: bool | str | Path = True,
     out: str | Path | None = None,
     strict_sandbox: bool = False,
+    native: bool = True,
     progress: bool | None = None,
 ) -> RunResult:
     """Run ``method`` on ``benchmark`` as ``maslab run`` does, in a running event loop
@@ -269,6 +275,7 @@ async def aevaluate(
             cache=cache,
             out=out,
             strict_sandbox=strict_sandbox,
+            native=native,
         )
     )
     if progress is None:

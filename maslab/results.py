@@ -102,6 +102,7 @@ class Manifest(BaseModel):
     task_ids: list[str] | None = None
     model: str
     model_roles: dict[str, Any] = Field(default_factory=dict)
+    native: bool = True
     sampling: dict[str, Any] = Field(default_factory=dict)
     repeats: int = defaults.REPEATS
     evaluator: str
@@ -113,7 +114,7 @@ class Manifest(BaseModel):
 
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "method", "method_config", "benchmark", "split", "seed", "dataset_hash", "model",
-        "model_roles", "sampling", "evaluator", "budget",
+        "model_roles", "native", "sampling", "evaluator", "budget",
     )  # fmt: skip
 
     def identity(self) -> dict[str, Any]:

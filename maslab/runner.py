@@ -80,6 +80,8 @@ class RunConfig(BaseModel):
         max_seconds: Per-sample budget: wall-clock seconds.
         cache: The SQLite response cache file; None runs uncached.
         strict_sandbox: Refuse to start where model-written code cannot run fully isolated.
+        native: Let methods and judges use what a model does natively (structured output,
+            tool calls); False keeps every call on the text protocol, for comparisons.
         out: The run directory (created, or resumed).
     """
 
@@ -108,6 +110,7 @@ class RunConfig(BaseModel):
     max_seconds: float | None = Field(None, gt=0)
     cache: str | None = None
     strict_sandbox: bool = False
+    native: bool = True
     out: str
 
     @field_validator("sampling")
@@ -137,7 +140,7 @@ def _git_commit() -> str | None:
 
 _MANIFEST_FIELDS = {
     "method", "method_config", "benchmark", "benchmark_options", "split", "limit", "seed", "data",
-    "model", "model_roles", "sampling", "repeats",
+    "model", "model_roles", "native", "sampling", "repeats",
 }  # fmt: skip
 
 
@@ -185,7 +188,9 @@ class Runner:
         self.method: Method = get_method(config.method)(config.method_config)
         self.method.check_model_roles(config.model_roles)
         self.evaluator_name = config.evaluator or self.benchmark.evaluator
-        self.models = ModelPool(endpoints=config.endpoints, cache=config.cache)
+        self.models = ModelPool(
+            endpoints=config.endpoints, cache=config.cache, native=config.native
+        )
         options = dict(config.evaluator_options)
         if "judge" in options:
             options["models"] = self.models

@@ -121,6 +121,7 @@ class Sweep(BaseModel):
     judge_model: str | None = None
     cache: str | bool = True
     strict_sandbox: bool = False
+    native: bool = True
 
     @field_validator("methods", "benchmarks", mode="before")
     @classmethod
@@ -211,6 +212,7 @@ class Sweep(BaseModel):
                 ),
                 cache=cache,
                 strict_sandbox=self.strict_sandbox,
+                native=self.native,
                 out=str(Path(self.out) / bench.name / label / slug),
             )
             cells.append(Cell(bench.name, method.name, label, model, config))

@@ -59,6 +59,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         cache=False if args.no_cache else args.cache or True,
         out=args.out,
         strict_sandbox=args.strict_sandbox,
+        native=not args.no_native,
         flags=FLAGS,
     )
 
@@ -178,6 +179,12 @@ def run_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="refuse to start unless model-written code runs fully isolated (own filesystem, "
         "/proc and network, unprivileged, process cap)",
+    )
+    p.add_argument(
+        "--no-native",
+        action="store_true",
+        help="keep every call on the text protocol: no native structured output or tool calls, "
+        "even where the model offers them (for comparisons with text-only servers)",
     )
     p.add_argument("--cache", type=Path, help="response cache file")
     p.add_argument("--no-cache", action="store_true")

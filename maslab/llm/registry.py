@@ -29,7 +29,7 @@ from maslab.llm.endpoints import (
 from maslab.llm.openai_compat import openai_transport
 from maslab.llm.pool import Balanced, Limited
 from maslab.llm.retry import Retrying, RetryPolicy
-from maslab.llm.types import ChatModelBase
+from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature, Middleware
 from maslab.plugins import PluginGroup
 
 
@@ -130,23 +130,38 @@ def _scripted(name: str, settings: ModelSettings) -> ChatModelBase:
     return ScriptedModel(load_script(name), name=f"scripted:{name}")
 
 
+class TextOnly(Middleware):
+    """The inner model, claiming no native feature: methods take their text path with it."""
+
+    def supports(self, feature: Feature) -> bool:
+        return False
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        return await self.inner.complete(request)
+
+
 def load_model(
     spec: str,
     *,
     endpoints: Endpoints = None,
     cache: ResponseCache | str | Path | None = None,
     retry: RetryPolicy | None = None,
+    native: bool = True,
 ) -> ChatModelBase:
     """Build the model stack for ``spec`` (``openai:gpt-4o-mini``, ``scripted:echo``, ...).
 
     ``endpoints`` is an endpoints table (alias -> list of :class:`Endpoint` or their fields) or
     YAML file; ``cache`` a :class:`ResponseCache` or the path of its SQLite file (None: no
     cache); ``retry`` the retry policy, unless the endpoints of the model's alias set their own.
+    ``native=False`` hides what the model does natively (structured output, tools), so every
+    method asks for JSON in text, as with a server that does neither.
     """
     provider, name = parse_spec(spec)
     inner = _PROVIDERS[provider](name, ModelSettings(endpoints_table(endpoints)))
     own = inner.retry if isinstance(inner, Balanced) else None
     model: ChatModelBase = Retrying(inner, own or retry)
+    if not native:
+        model = TextOnly(model)
     model.name = spec
     if cache is not None:
         store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
@@ -163,16 +178,22 @@ class ModelPool:
         endpoints: Endpoints = None,
         cache: ResponseCache | str | Path | None = None,
         retry: RetryPolicy | None = None,
+        native: bool = True,
     ) -> None:
         self.endpoints = endpoints_table(endpoints)
         self.cache = ResponseCache(cache) if isinstance(cache, (str, Path)) else cache
         self.retry = retry
+        self.native = native
         self._models: dict[str, ChatModelBase] = {}
 
     def get(self, spec: str) -> ChatModelBase:
         if spec not in self._models:
             self._models[spec] = load_model(
-                spec, endpoints=self.endpoints, cache=self.cache, retry=self.retry
+                spec,
+                endpoints=self.endpoints,
+                cache=self.cache,
+                retry=self.retry,
+                native=self.native,
             )
         return self._models[spec]
 
