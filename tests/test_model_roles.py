@@ -84,6 +84,8 @@ CASES = [
     ("mad", {"max_rounds": 1}, TASK, "negative", named("negative")),
     ("mad", {"max_rounds": 1}, TASK, "judge", named("judge")),
     ("exchange_of_thought", {"max_rounds": 1}, TASK, "Ben", named("Ben")),
+    ("mixture_of_agents", {"proposers": 3}, TASK, "proposer_2", named("proposer_2")),
+    ("mixture_of_agents", {"proposers": 3}, TASK, "aggregator", named("aggregator")),
     ("macnet", {"topology": "chain", "agents": 3}, TASK, "node_1", named("node_1")),
     (
         "macnet",
