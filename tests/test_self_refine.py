@@ -180,3 +180,16 @@ def test_the_command_line_runs_self_refine_end_to_end(tmp_path):
     assert code == 0
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(results) == 2 and all(r["usage"]["calls"] == 9 for r in results)
+    mixed, critic = tmp_path / "mixed", tmp_path / "critic.yaml"
+    critic.write_text('".": \'{"feedback": "Correct as it is.", "stop": true}\'\n')
+    code = main(
+        ["run", "--method", "self_refine", "--benchmark", "arith", "--model", "scripted:echo",
+         "--model-role", f"critic=scripted:{critic}",
+         "--limit", "1", "--out", str(mixed), "--no-cache", "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    trace = json.loads((mixed / "traces.jsonl").read_text().splitlines()[0])
+    assert [(c["agent"], c["model"]) for c in trace["calls"]] == [
+        ("generator", "scripted:echo"),
+        ("critic", f"scripted:{critic}"),
+    ]  # the critic said stop at once
