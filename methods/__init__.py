@@ -13,6 +13,7 @@ from maslab.methods import (
     planner_executor,
     relay,
     self_consistency,
+    self_refine,
     vanilla,
 )
 
@@ -29,5 +30,6 @@ __all__ = [
     "planner_executor",
     "relay",
     "self_consistency",
+    "self_refine",
     "vanilla",
 ]

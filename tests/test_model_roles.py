@@ -81,6 +81,8 @@ CASES = [
     ("llm_debate", {"aggregate": "llm"}, TASK, "aggregator", named("aggregator")),
     ("self_consistency", {"k": 3}, TASK, "sample", named("sample_1", "sample_2", "sample_3")),
     ("self_consistency", {"aggregate": "llm"}, TASK, "aggregator", named("aggregator")),
+    ("self_refine", {}, TASK, "critic", named("critic")),
+    ("self_refine", {"max_iterations": 1}, TASK, "refiner", named("refiner")),
     ("mad", {"max_rounds": 1}, TASK, "negative", named("negative")),
     ("mad", {"max_rounds": 1}, TASK, "judge", named("judge")),
     ("exchange_of_thought", {"max_rounds": 1}, TASK, "Ben", named("Ben")),
