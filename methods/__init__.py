@@ -12,6 +12,7 @@ from maslab.methods import (
     planner_executor,
     relay,
     self_consistency,
+    spp,
     vanilla,
 )
 
@@ -27,5 +28,6 @@ __all__ = [
     "planner_executor",
     "relay",
     "self_consistency",
+    "spp",
     "vanilla",
 ]
