@@ -44,6 +44,7 @@ from maslab.task import Solution, Task
 
 # A "Final answer:" heading at the start of a line (markdown bold or heading marks allowed).
 _FINAL = re.compile(r"^[ \t>#*_]*final[ \t]+answer[ \t*_]*:", re.IGNORECASE | re.MULTILINE)
+_BULLET = re.compile(r"[ \t]*(?:[-*•]|\d+[.)])[ \t]+")
 _PARTICIPANTS = re.compile(r"^[ \t>#*_]*participants[ \t*_]*:(.*)$", re.IGNORECASE | re.MULTILINE)
 
 DEMONSTRATIONS = (
@@ -128,17 +129,25 @@ def final_section(reply: str) -> str | None:
     if not matches:
         return None
     section = reply[matches[-1].start() :].strip(" \t\r\n>#")
-    # Markdown bold or heading marks before the marker stay out ("**Final answer:** 42").
-    return re.sub(r"^[*_]+(?=final)", "", section, flags=re.IGNORECASE)
+    # Markdown emphasis around the marker stays out: "**Final answer:** 42" -> "Final answer: 42".
+    return re.sub(r"^[*_]*(final[ \t]+answer)[ \t*_]*:[*_]*", r"\1:", section, flags=re.IGNORECASE)
 
 
 def personas(reply: str) -> list[str]:
-    """The participants listed on the reply's first 'Participants:' line (empty if none)."""
+    """The participants listed after the reply's first 'Participants:' (empty if none): on its
+    line, separated by semicolons (or commas), or as a bulleted list on the lines below."""
     match = _PARTICIPANTS.search(reply)
     if match is None:
         return []
     line = match.group(1).strip(" \t*_")
-    parts = line.split(";") if ";" in line else line.split(",")
+    if line:
+        parts = line.split(";") if ";" in line else line.split(",")
+    else:
+        parts = []
+        for below in reply[match.end() :].lstrip("\r\n").splitlines():
+            if not (bullet := _BULLET.match(below)):
+                break
+            parts.append(below[bullet.end() :])
     return [name for part in parts if (name := part.strip(" \t*_.`"))]
 
 

@@ -60,9 +60,13 @@ async def test_the_answer_is_the_final_section_not_a_personas_suggestion():
     solution = await SPP().solve(TASK, Context(ScriptedModel([REPLY])))
     assert solution.answer == "Final answer: The answer is 42."
     assert score(TASK, solution.answer) == "42"
-    # A persona's later-looking number after the marker is still in the final section only.
-    reply = REPLY.replace("Final answer: The answer is 42.", "**Final answer:** 42")
+    # A persona boxes a wrong number: read from the whole reply, the box would win.
+    reply = REPLY.replace("is 36, so", "is \\boxed{36}, so").replace(
+        "Final answer: The answer is 42.", "**Final answer:** 42"
+    )
+    assert score(TASK, reply) == "36"
     solution = await SPP().solve(TASK, Context(ScriptedModel([reply])))
+    assert solution.answer == "Final answer: 42"
     assert score(TASK, solution.answer) == "42"
 
 
@@ -70,7 +74,7 @@ async def test_the_answer_is_the_final_section_not_a_personas_suggestion():
     ("reply", "section"),
     [
         ("A: 5\nFinal answer: 7", "Final answer: 7"),
-        ("A: 5\n**Final Answer:** 7", "Final Answer:** 7"),
+        ("A: 5\n**Final Answer:** 7", "Final Answer: 7"),
         ("A: 5\n## Final answer:\n7\n", "Final answer:\n7"),
         ("Final answer: 3\nCritic: wrong!\nFinal answer: 4", "Final answer: 4"),  # the last one
         ("Expert: my final answer: 9 is wrong", None),  # not at a line start: a persona's words
@@ -97,6 +101,11 @@ async def test_a_reply_without_a_final_section_falls_back_to_the_whole_reply():
             "**Participants:** AI Assistant (you), Historian, Poet.\n",
             ["AI Assistant (you)", "Historian", "Poet"],
         ),
+        (
+            "Participants:\n- AI Assistant (you)\n- Chemist\n\nChemist: hi",
+            ["AI Assistant (you)", "Chemist"],
+        ),
+        ("Participants:\n1. AI Assistant\n2) Judge\nJudge: ok", ["AI Assistant", "Judge"]),
         ("Final answer: 42", []),
     ],
 )
