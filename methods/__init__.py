@@ -14,6 +14,7 @@ from maslab.methods import (
     relay,
     self_consistency,
     self_refine,
+    spp,
     vanilla,
 )
 
@@ -31,5 +32,6 @@ __all__ = [
     "relay",
     "self_consistency",
     "self_refine",
+    "spp",
     "vanilla",
 ]
