@@ -24,7 +24,8 @@ Algorithm (the two-agent setup of the paper's math experiments; T = ``max_turn``
 LLM calls: the number of assistant turns, 1 ≤ calls ≤ T (default T = 3); the user proxy makes
 none. Sandbox runs: at most the Python blocks of the first T - 1 assistant messages.
 
-Budget stop: the latest assistant message that holds an answer (minus the termination word).
+Budget stop: the latest assistant message that holds an answer (minus the termination word);
+before any does, the latest message.
 
 Transcript: the assistant's messages are ``assistant`` messages; each proxy reply is a
 ``user_proxy`` message (kind ``execution`` when code ran, ``auto_reply`` for the nudge) whose
@@ -194,6 +195,8 @@ class AutoGen(Method):
             if (answer := answer_in(reply)) is not None:
                 answers.append((t, answer))
                 ctx.propose(answer, round=t)
+            elif not answers:  # as at the end: with no answer anywhere, the last message stands
+                ctx.propose(prose(reply, cfg.termination, True), round=t)
             if cfg.termination in reply:
                 terminated = True
                 break
