@@ -1,6 +1,7 @@
 """Bundled MAS methods. Importing this package registers every method in it."""
 
 from maslab.methods import (
+    autogen,
     collab_pair,
     conductor,
     cot,
@@ -20,6 +21,7 @@ from maslab.methods import (
 )
 
 __all__ = [
+    "autogen",
     "collab_pair",
     "conductor",
     "cot",

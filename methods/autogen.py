@@ -1,0 +1,228 @@
+"""AutoGen: an LLM assistant and a user proxy that runs the assistant's code.
+
+Wu, Bansal, Zhang, Wu, Li, Zhu, Jiang, Zhang, Zhang, Liu, Awadallah, White, Burger, Wang.
+"AutoGen: Enabling Next-Gen LLM Applications via Multi-Agent Conversation". arXiv:2308.08155
+(COLM 2024). Code: github.com/microsoft/autogen (``AssistantAgent``, ``UserProxyAgent``).
+
+Algorithm (the two-agent setup of the paper's math experiments; T = ``max_turn``):
+
+1. The assistant (an LLM, system prompt: solve with language and Python, one complete program
+   per message, print results, fix errors, end with the termination word when done) receives
+   the question.
+2. Turn t = 1..T: the assistant replies, with its whole conversation so far as history. If the
+   reply contains the termination word (``TERMINATE``), the conversation ends. Otherwise, unless
+   this was turn T, the user proxy (not a model) answers: if the reply has code blocks, it runs
+   the Python ones in :mod:`maslab.sandbox`, in order, stopping at the first that fails, and
+   replies with each run's status, exit code, stdout and stderr (each cut to
+   ``max_output_chars``); with no code block, it replies with a fixed nudge to continue or to
+   answer and end with the termination word. Its reply is the assistant's next user turn.
+3. The answer is the assistant's last message minus the termination word; if that holds no
+   answer for the task's type (say, a bare "TERMINATE"), the latest assistant message that does.
+   Unless the task asks for code, code blocks are left out of both the search and the answer
+   (a number in a program is not an answer); if no message holds one, the last message stands.
+
+LLM calls: the number of assistant turns, 1 ≤ calls ≤ T (default T = 3); the user proxy makes
+none. Sandbox runs: at most the Python blocks of the first T - 1 assistant messages.
+
+Budget stop: the latest assistant message that holds an answer (minus the termination word);
+before any does, the latest message.
+
+Transcript: the assistant's messages are ``assistant`` messages; each proxy reply is a
+``user_proxy`` message (kind ``execution`` when code ran, ``auto_reply`` for the nudge) whose
+metadata lists every block's status and exit code.
+
+Deviations: prompts and the proxy's replies are our own wording (not AutoGen's system message
+or its exit-code format). The turn cap defaults to MASLab's ``max_turn`` 3: the paper sets no
+cap for its MATH runs, and the library only bounds the proxy's consecutive auto-replies (far
+more than 3), so pass ``--config max_turn=N`` for a longer conversation. The termination test is
+"contains the word" as in MASLab (the library's assistant example checks the end of the
+message). Only Python runs: a block in another language (``sh``, ...) is reported as not run,
+whereas AutoGen also runs shell code; an unlabelled block counts as Python. Code in the message
+of turn T is never run (nobody would read its output). Unlike MASLab, the proxy is not an LLM
+and code does run, as in the paper; it runs isolated in the sandbox rather than in the host
+process. A sandbox failure (not the program's own) is reported to the assistant as such and
+counted in ``metadata["sandbox_errors"]``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from maslab.answers import extract_answer
+from maslab.context import Context
+from maslab.method import Method, MethodConfig, register_method
+from maslab.sandbox import Limits, arun_python
+from maslab.task import Solution, Task
+from maslab.topology import Topology
+
+ASSISTANT, USER_PROXY = "assistant", "user_proxy"
+
+_CODE_BLOCK = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)\n?[ \t]*```", re.DOTALL)
+_PYTHON = {"", "python", "python3", "py"}
+
+
+def assistant_system(termination: str) -> str:
+    return (
+        "You solve tasks by reasoning and, where it helps, by writing Python code that your "
+        "partner runs for you.\n"
+        "- To have code run, first say in a sentence or two what it will do, then give it as "
+        "one complete program in a single ```python block. Your partner cannot edit or finish "
+        "code, so leave no placeholders, and print every value you need to see.\n"
+        "- Your partner replies with the program's exit code and output. If it failed or the "
+        "output looks wrong, find the cause and send a corrected, complete program.\n"
+        "- When code does not help, reason step by step in words.\n"
+        "- When you are confident, check the result, state the final answer in the form the "
+        f"task asks for, and end that message with the word {termination}. Write "
+        f"{termination} only when you are done."
+    )
+
+
+def nudge(termination: str) -> str:
+    return (
+        "There was no code block to run in your last message. Keep working on the task. If it "
+        "is solved, state the final answer in the requested form and end your message with "
+        f"{termination}."
+    )
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block of an assistant message."""
+
+    language: str
+    code: str
+
+    @property
+    def runnable(self) -> bool:
+        return self.language.lower() in _PYTHON
+
+
+def code_blocks(text: str) -> list[Block]:
+    """The fenced code blocks of ``text`` in order; empty ones are skipped."""
+    return [Block(m[1], m[2]) for m in _CODE_BLOCK.finditer(text) if m[2].strip()]
+
+
+def prose(text: str, termination: str, keep_code: bool) -> str:
+    """``text`` without the termination word, and without its code blocks unless ``keep_code``
+    (so that numbers in code never pass for an answer)."""
+    if not keep_code:
+        text = _CODE_BLOCK.sub("", text)
+    return text.replace(termination, "").strip()
+
+
+def _cut(text: str, limit: int) -> str:
+    text = text.rstrip()
+    return text if len(text) <= limit else text[:limit] + "\n[output truncated]"
+
+
+async def execute(blocks: list[Block], limits: Limits, max_chars: int) -> tuple[str, list[dict]]:
+    """Run the Python blocks in order until one fails: the proxy's reply and each block's record."""
+    parts: list[str] = []
+    records: list[dict] = []
+    failed = False
+    for i, block in enumerate(blocks, 1):
+        head = f"Code block {i} of {len(blocks)}"
+        if failed:
+            parts.append(f"{head}: not run, because an earlier block failed.")
+            records.append({"status": "skipped"})
+            continue
+        if not block.runnable:
+            parts.append(f"{head} ({block.language}): not run, only Python code can be run here.")
+            records.append({"status": "not_python", "language": block.language})
+            continue
+        try:
+            result = await arun_python(block.code, limits=limits)
+        except Exception as exc:  # the sandbox itself failed, not the program
+            parts.append(f"{head}: the sandbox could not run it ({type(exc).__name__}).")
+            records.append({"status": "sandbox_error", "error": f"{type(exc).__name__}: {exc}"})
+            failed = True
+            continue
+        lines = [f"{head}: status {result.status}, exit code {result.returncode}."]
+        for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+            if text.strip():
+                lines.append(f"{stream}:\n{_cut(text, max_chars)}")
+        if not (result.stdout.strip() or result.stderr.strip()):
+            lines.append("(no output)")
+        parts.append("\n".join(lines))
+        records.append({"status": result.status, "returncode": result.returncode})
+        failed = not result.passed
+    return "\n\n".join(parts), records
+
+
+@register_method("autogen")
+class AutoGen(Method):
+    """An assistant LLM and a code-running user proxy talk until TERMINATE (≤ max_turn calls)."""
+
+    roles = (ASSISTANT,)
+
+    class Config(MethodConfig):
+        max_turn: int = Field(3, ge=1)
+        """T: the most assistant turns (LLM calls)."""
+        termination: str = Field("TERMINATE", min_length=1)
+        """The word that ends the conversation when an assistant message contains it."""
+        max_output_chars: int = Field(2000, ge=1)
+        """Each of a run's stdout and stderr is cut to this many characters for the assistant."""
+        timeout_seconds: float = Field(10, gt=0)
+        """Wall-clock and CPU limit of each sandbox run."""
+
+    async def solve(self, task: Task, ctx: Context) -> Solution:
+        cfg = self.config
+        topology = Topology(name="autogen")
+        topology.add_edge(ASSISTANT, USER_PROXY)
+        topology.add_edge(USER_PROXY, ASSISTANT)
+        ctx.topology = topology
+        assistant = ctx.agent(ASSISTANT, system=assistant_system(cfg.termination))
+        limits = Limits(wall_seconds=cfg.timeout_seconds, cpu_seconds=cfg.timeout_seconds)
+
+        def answer_in(text: str) -> str | None:
+            """``text`` minus the termination word (and, unless the task wants code, minus its
+            code blocks), if that holds an answer for the task; else None."""
+            stripped = prose(text, cfg.termination, keep_code=task.answer_type == "code")
+            found = extract_answer(stripped, task.answer_type, choices=task.choices)
+            return stripped if stripped and found is not None else None
+
+        said: list[str] = []  # the assistant's messages, in turn order
+        answers: list[tuple[int, str]] = []  # (turn, message minus the word) holding an answer
+        executions = sandbox_errors = 0
+        terminated = False
+        prompt = task.prompt()
+        for t in range(cfg.max_turn):
+            reply = (await assistant.reply(prompt, round=t)).content
+            said.append(reply)
+            if (answer := answer_in(reply)) is not None:
+                answers.append((t, answer))
+                ctx.propose(answer, round=t)
+            elif not answers:  # as at the end: with no answer anywhere, the last message stands
+                ctx.propose(prose(reply, cfg.termination, True), round=t)
+            if cfg.termination in reply:
+                terminated = True
+                break
+            if t == cfg.max_turn - 1:
+                break
+            blocks = code_blocks(reply)
+            if blocks:
+                prompt, records = await execute(blocks, limits, cfg.max_output_chars)
+                executions += sum(r["status"] not in {"skipped", "not_python"} for r in records)
+                sandbox_errors += sum(r["status"] == "sandbox_error" for r in records)
+                kind, metadata = "execution", {"blocks": records}
+            else:
+                prompt, kind, metadata = nudge(cfg.termination), "auto_reply", {}
+            ctx.post(
+                USER_PROXY, prompt, round=t, kind=kind, recipients=(ASSISTANT,), metadata=metadata
+            )
+
+        # answers[-1] is the last message when it holds an answer, else the latest that does
+        turn, final = answers[-1] if answers else (None, prose(said[-1], cfg.termination, True))
+        return Solution(
+            answer=final.strip(),
+            metadata={
+                "turns": len(said),
+                "terminated": terminated,
+                "executions": executions,
+                "sandbox_errors": sandbox_errors,
+                "answer_turn": turn,  # 0-based; None: no message held an answer
+            },
+        )
