@@ -1,6 +1,7 @@
 """Bundled MAS methods. Importing this package registers every method in it."""
 
 from maslab.methods import (
+    agentverse,
     autogen,
     collab_pair,
     conductor,
@@ -21,6 +22,7 @@ from maslab.methods import (
 )
 
 __all__ = [
+    "agentverse",
     "autogen",
     "collab_pair",
     "conductor",
