@@ -1,6 +1,7 @@
 """Bundled MAS methods. Importing this package registers every method in it."""
 
 from maslab.methods import (
+    camel,
     collab_pair,
     conductor,
     cot,
@@ -19,6 +20,7 @@ from maslab.methods import (
 )
 
 __all__ = [
+    "camel",
     "collab_pair",
     "conductor",
     "cot",
