@@ -3,6 +3,7 @@
 from maslab.methods import (
     agentverse,
     autogen,
+    camel,
     collab_pair,
     conductor,
     cot,
@@ -24,6 +25,7 @@ from maslab.methods import (
 __all__ = [
     "agentverse",
     "autogen",
+    "camel",
     "collab_pair",
     "conductor",
     "cot",
