@@ -10,8 +10,9 @@ Algorithm (T = ``max_trials``, Ω = ``memory``), strictly sequential, one model 
    program with the unit-test results it got (as in the official programming agent).
 2. The evaluator judges the attempt, never with the gold answer (hidden from methods):
 
-   * code tasks (``answer_type == "code"``: HumanEval, MBPP): once per task, before trial 1, the
-     evaluator writes up to ``max_tests`` one-line ``assert`` unit tests from the question alone;
+   * code tasks (``answer_type == "code"``: HumanEval, MBPP): once per task, right after the
+     first attempt, the evaluator writes up to ``max_tests`` one-line ``assert`` unit tests from
+     the question alone (it never sees an attempt);
      each attempt's last code block (after the task's ``prompt_prefix`` when set) is run with
      them in the sandbox (:func:`maslab.sandbox.arun_python`), each test separately under its own
      time limit. The attempt passes when every test passes.
@@ -30,7 +31,8 @@ LLM calls, with t = the trial that passed (t = T when none did):
 * code tasks: 1 for the tests + an actor call per trial + a reflection between trials: 2t
   (2 to 2T; 2-10 at T = 5). Running the tests calls no model.
 
-Budget stop: the latest attempt (each is proposed as it is written).
+Budget stop: the latest attempt (each is proposed as it is written; on code tasks the first
+attempt comes before the tests, so even one call leaves an answer).
 
 Native structured output: where the model handle supports it, the self-evaluation is requested
 with its JSON schema as well (same prompt, same calls); either way it is parsed defensively.
@@ -38,13 +40,16 @@ with its JSON schema as well (same prompt, same calls); either way it is parsed 
 Deviations: prompts are our own, zero-shot and task-generic (the paper uses few-shot prompts
 per environment). Defaults: T = 5 trials (the official HumanEval runs' ``max_iters``) and
 Ω = 3 (the paper bounds the memory to 1-3 reflections). For non-code tasks the evaluator is the
-model judging itself (the paper's HotPotQA evaluator compares with the gold answer, which a
-method never sees here); a judgement that is not valid JSON counts as a failure with its whole
-text as the feedback (``metadata["parsed"]``). On code tasks, tests that do not parse as one
-``assert`` statement are dropped; with no test left an attempt passes when its code runs
-without error. The official programming agent shows the actor only the latest reflection; we
-show the last Ω for every task type. The three parts are three model roles (``actor``,
-``evaluator``, ``reflector``) on the run's model unless model roles say otherwise.
+model judging itself (the paper's HotPotQA evaluator uses exact match with the gold answer,
+which a method never sees here); a judgement that is not valid JSON counts as a failure with
+its whole text as the feedback (``metadata["parsed"]``). On code tasks the official agent
+writes the tests before the first program; we write them just after it (the test writer sees
+only the question either way), so a budget stop after one call still has an answer. Tests that
+do not parse as one ``assert`` statement are dropped; with no test left an attempt passes when
+its code runs without error. The official programming agent shows the actor only the latest
+reflection; we show the last Ω for every task type. An empty reflection is not stored. The
+three parts are three model roles (``actor``, ``evaluator``, ``reflector``) on the run's model
+unless model roles say otherwise.
 """
 
 from __future__ import annotations
@@ -322,12 +327,6 @@ class Reflexion(Method):
         previous: tuple[str, str] | None = None  # code tasks: (latest program, its test results)
         tests: list[str] = []
         metadata: dict[str, Any] = {"evaluation": "tests" if code_task else "self"}
-        if code_task:
-            said = await evaluator.reply(
-                tests_prompt(task, cfg.max_tests), round=0, kind="tests", remember=False
-            )
-            tests = parse_tests(said.content, cfg.max_tests)
-            metadata["tests"] = tests
         parsed: list[bool] = []
         results: list[tuple[int, int]] = []
         attempt, passed, trial = "", False, 0
@@ -337,6 +336,12 @@ class Reflexion(Method):
             attempt = (await actor.reply(prompt, round=r, remember=False)).content
             ctx.propose(attempt, round=r)
             if code_task:
+                if trial == 1:  # written from the question alone, after the first attempt
+                    said = await evaluator.reply(
+                        tests_prompt(task, cfg.max_tests), round=0, kind="tests", remember=False
+                    )
+                    tests = parse_tests(said.content, cfg.max_tests)
+                    metadata["tests"] = tests
                 run = await run_tests(task, attempt, tests)
                 ctx.post(EVALUATOR, run.feedback, round=r, kind="test_results")
                 passed, evaluation = run.passed, run.feedback

@@ -217,7 +217,7 @@ TESTS = "```python\nassert add(1, 2) == 3\nassert add(0, 0) == 0\nprint('not a t
 
 
 def code_script(programs, tests=TESTS):
-    """Tests first (the evaluator), then the programs in turn; reflections are 'lesson-t'."""
+    """The tests (the evaluator), the programs in turn (the actor), reflections 'lesson-t'."""
     programs, lessons = iter(programs), itertools.count(1)
 
     def respond(request) -> str:
@@ -235,8 +235,8 @@ async def test_code_tasks_run_generated_tests_and_stop_when_they_pass():
     model = ScriptedModel(code_script([WRONG, RIGHT]))
     ctx = Context(model)
     solution = await Reflexion().solve(CODE_TASK, ctx)
-    assert len(model.calls) == 2 * 2  # tests + actor, reflector, actor
-    assert [r.agent for r in ctx.ledger.records] == ["evaluator", "actor", "reflector", "actor"]
+    assert len(model.calls) == 2 * 2  # actor, tests, reflector, actor
+    assert [r.agent for r in ctx.ledger.records] == ["actor", "evaluator", "reflector", "actor"]
     assert solution.answer == RIGHT
     assert solution.metadata["tests"] == ["assert add(1, 2) == 3", "assert add(0, 0) == 0"]
     assert solution.metadata["test_results"] == [(1, 2), (2, 2)]
@@ -246,7 +246,7 @@ async def test_code_tasks_run_generated_tests_and_stop_when_they_pass():
         prompts_of(ctx, "reflector")[0],
         prompts_of(ctx, "actor")[1],
     )
-    assert CODE_TASK.prompt() in tests_prompt and "add(a, b)" in tests_prompt
+    assert CODE_TASK.prompt() in tests_prompt and "a - b" not in tests_prompt  # no attempt
     assert "assert add(1, 2) == 3  # returned -1" in reflect and "return a - b" in reflect
     assert "return a - b" in retry and "returned -1" in retry and "lesson-1:" in retry
     assert all("GOLD" not in json.dumps(r.messages) for r in ctx.ledger.records)
@@ -269,6 +269,29 @@ async def test_code_that_never_passes_costs_2T_calls_and_garbage_tests_fall_back
     solution = await Reflexion().solve(CODE_TASK, Context(model))
     assert len(model.calls) == 4 and solution.answer == RIGHT
     assert solution.metadata["tests"] == [] and solution.metadata["test_results"] == [(0, 0)] * 2
+
+
+async def test_a_budget_stop_on_a_code_task_returns_the_latest_program():
+    for calls, expected in ((1, WRONG), (2, WRONG), (3, WRONG), (4, RIGHT)):
+        model = ScriptedModel(code_script([WRONG, RIGHT]))
+        ctx = Context(model, budget=Budget(max_calls=calls))
+        solution = await Reflexion().run_sample(CODE_TASK, ctx)
+        assert solution.answer == expected and ctx.usage.calls == calls
+        assert ("budget" in solution.metadata) == (calls < 4)
+
+
+async def test_a_humaneval_style_stub_goes_before_the_program():
+    task = Task(
+        id="h1",
+        question="Complete:\n```python\nfrom typing import List\n\ndef total(xs: List[int]):\n```",
+        answer_type="code",
+        metadata={"entry_point": "total", "prompt_prefix": "from typing import List\n\n"},
+    )
+    program = "```python\ndef total(xs: List[int]) -> int:\n    return sum(xs)\n```"
+    tests = "```python\nassert total([1, 2]) == 3\nassert total([]) == 0\n```"
+    model = ScriptedModel(code_script([program], tests))
+    solution = await Reflexion().solve(task, Context(model))
+    assert len(model.calls) == 2 and solution.metadata["test_results"] == [(2, 2)]
 
 
 def test_parse_tests_keeps_distinct_one_line_asserts_up_to_the_limit():
