@@ -53,8 +53,11 @@ def test_every_sample_is_accounted_for_under_injected_faults(tmp_path, capsys):
                "--limit", str(TASKS), "--model", "openai:fake", "--endpoints", str(endpoints),
                "--concurrency", "64", "--no-cache", "--out", str(run), "--quiet"]  # fmt: skip
     with FakeOpenAIServer(faults=FAULTS, retry_after=0.01, seed=11) as server:
+        # A client that gives up on a reply the server already counted cannot record its tokens,
+        # so the timeout catches only the injected hangs, never a reply slowed by a busy machine
+        # (0.3 s did: the server thread shares the test's process and cores).
         endpoints.write_text(
-            f"fake:\n  - base_url: {server.base_url}\n    timeout: 0.3\n    max_concurrency: 64\n"
+            f"fake:\n  - base_url: {server.base_url}\n    timeout: 2\n    max_concurrency: 64\n"
             "    retry: {attempts: 3, initial_wait: 0.01, max_wait: 0.05}\n"
         )
         started = time.monotonic()
