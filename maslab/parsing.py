@@ -14,11 +14,30 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def as_text(value: object) -> str:
+    """A reply's field as text: stripped, and empty for a missing (null) one."""
+    return "" if value is None else str(value).strip()
+
+
+def as_flag(value: object) -> bool:
+    """A reply's yes/no field: true for ``true`` and for the strings true, yes and 1 (any case,
+    any surrounding space); anything else is false."""
+    if isinstance(value, str):
+        return value.strip().lower() in {"true", "yes", "1"}
+    return value is True
+
+
+Text = Annotated[str, BeforeValidator(as_text)]
+"""A field of a model's JSON reply read with :func:`as_text`."""
+Flag = Annotated[bool, BeforeValidator(as_flag)]
+"""A field of a model's JSON reply read with :func:`as_flag`."""
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")

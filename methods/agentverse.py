@@ -60,7 +60,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
-from maslab.parsing import parse_model
+from maslab.parsing import Text, as_text, parse_model
 from maslab.roles import numbered
 from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
@@ -84,16 +84,12 @@ def _flag(value: object) -> bool:
     return value is True or value == 1
 
 
-def _text(value: object) -> str:
-    return "" if value is None else str(value).strip()
-
-
 def _texts(value: object) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list):
         raise ValueError("a list of strings")
-    return [_text(item) for item in value if _text(item)]
+    return [as_text(item) for item in value if as_text(item)]
 
 
 class Recruits(BaseModel):
@@ -106,7 +102,7 @@ class Verdict(BaseModel):
     """The evaluator's JSON reply: whether the solution is correct, and advice."""
 
     correct: Annotated[bool, BeforeValidator(_flag)]
-    advice: Annotated[str, BeforeValidator(_text)] = ""
+    advice: Text = ""
 
 
 RECRUITS_SCHEMA = object_schema(experts={"type": "array", "items": STRING})

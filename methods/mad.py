@@ -43,7 +43,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 from maslab.agents import Agent
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
-from maslab.parsing import parse_model
+from maslab.parsing import Text, parse_model
 from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
 from maslab.topology import Topology
@@ -51,15 +51,8 @@ from maslab.topology import Topology
 AFFIRMATIVE, NEGATIVE, MODERATOR, JUDGE = "affirmative", "negative", "moderator", "judge"
 
 
-def _text(value: object) -> str:
-    return "" if value is None else str(value).strip()
-
-
 def _yes(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower().startswith("yes"))
-
-
-Text = Annotated[str, BeforeValidator(_text)]
 
 
 class Ruling(BaseModel):

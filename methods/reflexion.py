@@ -59,16 +59,16 @@ import json
 import secrets
 from collections import deque
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, Field
 
 from maslab.agents import Agent
 from maslab.answers import extract_answer
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
 from maslab.methods.cot import cot_prompt
-from maslab.parsing import parse_model
+from maslab.parsing import Flag, Text, parse_model
 from maslab.sandbox import Limits, arun_python
 from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
@@ -82,17 +82,11 @@ SANDBOX_LIMITS = Limits(wall_seconds=20, cpu_seconds=20)
 _SHOWN = 200  # characters of an output or error shown in the feedback
 
 
-def _flag(value: object) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in {"true", "yes", "1"}
-    return value is True
-
-
 class Judgement(BaseModel):
     """The evaluator's JSON reply on a non-code attempt."""
 
-    feedback: Annotated[str, BeforeValidator(lambda v: "" if v is None else str(v).strip())]
-    correct: Annotated[bool, BeforeValidator(_flag)] = False
+    feedback: Text
+    correct: Flag = False
 
 
 JUDGEMENT_SCHEMA = object_schema(feedback=STRING, correct={"type": "boolean"})

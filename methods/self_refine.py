@@ -36,14 +36,12 @@ cannot change the final answer, so we save the call.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, Field
 
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
 from maslab.methods.cot import cot_prompt
-from maslab.parsing import parse_model
+from maslab.parsing import Flag, Text, parse_model
 from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
 from maslab.topology import Topology
@@ -51,17 +49,11 @@ from maslab.topology import Topology
 GENERATOR, CRITIC, REFINER = "generator", "critic", "refiner"
 
 
-def _flag(value: object) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in {"true", "yes", "1"}
-    return value is True
-
-
 class Feedback(BaseModel):
     """The critic's JSON reply: its feedback and whether the answer is ready as it is."""
 
-    feedback: Annotated[str, BeforeValidator(lambda v: "" if v is None else str(v).strip())]
-    stop: Annotated[bool, BeforeValidator(_flag)] = False
+    feedback: Text
+    stop: Flag = False
 
 
 FEEDBACK_SCHEMA = object_schema(feedback=STRING, stop={"type": "boolean"})
