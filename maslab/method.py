@@ -92,6 +92,12 @@ class Method:
     Config: ClassVar[type[MethodConfig]] = MethodConfig
     roles: ClassVar[tuple[str, ...]] = ()
     """The roles of the method's agents: the keys of model roles (see :mod:`maslab.roles`)."""
+    paper: ClassVar[str] = ""
+    """The paper the method follows, as the README cites it: "Du et al., arXiv 2305.14325"."""
+    category: ClassVar[str] = ""
+    """The family the method belongs to: "debate", "group-of-agents topology", ..."""
+    calls: ClassVar[str] = ""
+    """LLM calls per task: the formula in the method's parameters, and its default value."""
 
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any

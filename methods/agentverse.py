@@ -221,6 +221,13 @@ class AgentVerse(Method):
     """Recruit N experts; a solver and N-1 critics discuss; an evaluator decides (≤ 27 calls)."""
 
     roles = (RECRUITER, SOLVER, CRITIC, EVALUATOR)
+    paper = "Chen et al., arXiv 2308.10848 (AgentVerse)"
+    category = "expert recruitment + vertical discussion (solver, critics) + evaluator loop"
+    calls = (
+        "per turn 3 + (N−1)·c + r (c ≤ R critique rounds, r revisions: c−1 on `[Agree]` "
+        "consensus, else R); turns stop at the evaluator's pass, ≤ M; N + 2 to M·(N·R + 3) "
+        "(default N=2, R=3, M=3: 4–27)"
+    )
 
     class Config(MethodConfig):
         experts: int = Field(2, ge=2)

@@ -157,6 +157,15 @@ class AutoGen(Method):
     """An assistant LLM and a code-running user proxy talk until TERMINATE (≤ max_turn calls)."""
 
     roles = (ASSISTANT,)
+    paper = "Wu et al., arXiv 2308.08155"
+    category = (
+        "two-agent conversation with code execution (assistant + user proxy running its code in"
+        " the sandbox)"
+    )
+    calls = (
+        "assistant turns until `TERMINATE`, 1 ≤ calls ≤ `max_turn` (default 3); the proxy makes"
+        " none"
+    )
 
     class Config(MethodConfig):
         max_turn: int = Field(3, ge=1)

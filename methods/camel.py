@@ -185,6 +185,12 @@ class Camel(Method):
     """AI user instructs, AI assistant solves, turn by turn; the last solution is the answer."""
 
     roles = (SPECIFIER, USER, ASSISTANT, CRITIC)
+    paper = "Li et al., arXiv 2303.17760 (CAMEL)"
+    category = "role-playing (AI user instructs, AI assistant solves; optional critic)"
+    calls = (
+        "s + (2t−1)·m if the user says done at turn t, else s + 2T·m (s = 1 with the specifier,"
+        " m = k options + 1 critic call when k > 1); defaults T = 3, k = 1: 4–7"
+    )
 
     class Config(MethodConfig):
         turn_limit: int = Field(3, ge=1)

@@ -240,6 +240,9 @@ class CollabPair(Method):
     """Two agents with partial maps of one maze agree on moves turn by turn (or a solo baseline)."""
 
     roles = (ROLE,)
+    paper = 'Davidson et al., "The Collaboration Gap", arXiv 2511.02687'
+    category = "relay inference / collaboration"
+    calls = "≤ turn cap (50); solo baselines 2"
 
     class Config(MethodConfig):
         turn_cap: int = Field(50, ge=1)

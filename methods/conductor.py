@@ -257,6 +257,9 @@ class Conductor(Method):
     """A planner keeps a plan with statuses and delegates to sub-agents until final_answer."""
 
     roles = (PLANNER, *TEAM)
+    paper = "AgentOrchestra, arXiv 2506.12508"
+    category = "planner-conductor hierarchy"
+    calls = "≤ planner steps + Σ sub-agent step caps of its delegations + 1"
 
     class Config(MethodConfig):
         planner_steps: int = Field(20, ge=1)

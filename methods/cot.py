@@ -37,6 +37,9 @@ class CoT(Method):
     """One agent reasons step by step, then answers (1 call)."""
 
     roles = ("solver",)
+    paper = "Wei et al. arXiv 2201.11903; Kojima et al. arXiv 2205.11916 (zero-shot)"
+    category = "single-agent baseline"
+    calls = "1"
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         message = await ctx.agent("solver").reply(cot_prompt(task), round=0)

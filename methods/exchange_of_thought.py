@@ -134,6 +134,9 @@ class ExchangeOfThought(Method):
     """Three personas exchange solutions along a paradigm's topology until they agree."""
 
     roles = tuple(PERSONAS)
+    paper = "Yin et al., arXiv 2312.01823"
+    category = "debate / communication paradigms"
+    calls = "3·(1+e), e ≤ 5 exchange rounds (3–18)"
 
     class Config(MethodConfig):
         paradigm: Paradigm = "memory"

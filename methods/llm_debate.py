@@ -60,6 +60,9 @@ class LLMDebate(Method):
     """N agents debate for R rounds, seeing each other's previous answers; majority vote."""
 
     roles = ("debater", "aggregator")
+    paper = "Du et al., arXiv 2305.14325"
+    category = "debate"
+    calls = "N·R (default 3·2 = 6); +1 with `aggregate=llm` (MASLab's variant)"
 
     class Config(MethodConfig):
         agents: int = Field(3, ge=1)

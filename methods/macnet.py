@@ -132,6 +132,11 @@ class MacNet(Method):
     """Actors on the nodes of a DAG, critics on its edges; artifacts flow in topological order."""
 
     roles = ("node", "critic", "output")
+    paper = "Qian et al., arXiv 2406.07155"
+    category = "group-of-agents topology"
+    calls = (
+        "sources + 2·|E| + merge nodes (+1 with several sinks); 5 agents: chain 9, star 10, mesh 24"
+    )
 
     class Config(MethodConfig):
         topology: Shape = "random"

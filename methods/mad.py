@@ -146,6 +146,9 @@ class MAD(Method):
     """Affirmative vs negative debate; a moderator ends it early, else a judge decides."""
 
     roles = (AFFIRMATIVE, NEGATIVE, MODERATOR, JUDGE)
+    paper = "Liang et al., arXiv 2305.19118"
+    category = "debate"
+    calls = "3r if the moderator decides in round r, else 3R+2 (3–11 at R=3)"
 
     class Config(MethodConfig):
         max_rounds: int = Field(3, ge=1)

@@ -149,6 +149,9 @@ class MultiAgentVerification(Method):
     """n independent candidates, each judged by m aspect verifiers; most approvals wins."""
 
     roles = (GENERATOR, VERIFIER)
+    paper = "Lifshitz et al., arXiv 2502.20379 (Multi-Agent Verification, BoN-MAV)"
+    category = "generation + multi-verifier selection"
+    calls = "n + n·m (default 16 + 16·4 = 80; `n=5`: 25)"
 
     class Config(MethodConfig):
         n: int = Field(16, ge=1)

@@ -65,6 +65,9 @@ class MixtureOfAgents(Method):
     """Layers of proposers, each seeing every previous-layer response; a final aggregator."""
 
     roles = ("proposer", AGGREGATOR)
+    paper = "Wang et al., arXiv 2406.04692"
+    category = "layered aggregation (mixed models)"
+    calls = "n·(L−1)+1 (default 6·2+1 = 13; MoA-Lite L=2: 7)"
 
     class Config(MethodConfig):
         layers: int = Field(3, ge=2)

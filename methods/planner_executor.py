@@ -99,6 +99,9 @@ class PlannerExecutor(Method):
     """Plan 1..5 function-call steps, then execute them in order, chaining the observations."""
 
     roles = ("planner", ACTION)
+    paper = "Octo-planner, arXiv 2406.18082"
+    category = "planner-conductor hierarchy"
+    calls = "1 + n (n ≤ 5 planned steps)"
 
     class Config(MethodConfig):
         functions: ToolNames = Field(

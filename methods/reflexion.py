@@ -301,6 +301,12 @@ class Reflexion(Method):
     """Act, evaluate, reflect on failure; retry with the reflections (≤ 3T-1, code ≤ 2T calls)."""
 
     roles = (ACTOR, EVALUATOR, REFLECTOR)
+    paper = "Shinn et al., arXiv 2303.11366"
+    category = "single-agent trial-and-error with verbal memory (actor, evaluator, reflector)"
+    calls = (
+        "3t−1 if trial t passes the self-evaluation (2 to 3T−1, T = 5: 2–14); code tasks (self-"
+        "written unit tests run in the sandbox): 2t (2–10)"
+    )
 
     class Config(MethodConfig):
         max_trials: int = Field(5, ge=1)

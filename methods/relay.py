@@ -44,6 +44,9 @@ class Relay(Method):
     """The collab_pair game with one side's model swapped after turn K, history kept."""
 
     roles = (STRONG, WEAK)
+    paper = "Davidson et al., arXiv 2511.02687"
+    category = "relay inference"
+    calls = "≤ turn cap (50)"
 
     class Config(MethodConfig):
         variant: Literal["strong_primer", "strong_recovery"] = "strong_primer"

@@ -43,6 +43,9 @@ class SelfConsistency(Method):
     """k independent CoT samples, majority vote over their extracted answers."""
 
     roles = ("sample", "aggregator")
+    paper = "Wang et al., arXiv 2203.11171"
+    category = "baseline (sampling + vote)"
+    calls = "k (default 5); k+1 with `aggregate=llm` (MASLab's variant)"
 
     class Config(MethodConfig):
         k: int = Field(5, ge=1)

@@ -89,6 +89,9 @@ class SelfRefine(Method):
     """Generate, then critique and refine until the critic says stop (≤ 1 + 2T calls)."""
 
     roles = (GENERATOR, CRITIC, REFINER)
+    paper = "Madaan et al., arXiv 2303.17651"
+    category = "single-agent iterative refinement (self-feedback loop)"
+    calls = "2t if the critic says stop at iteration t, else 1 + 2T (T = 4: 2–9)"
 
     class Config(MethodConfig):
         max_iterations: int = Field(4, ge=0)

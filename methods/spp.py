@@ -156,6 +156,9 @@ class SPP(Method):
     """One model simulates several personas that brainstorm, critique and revise (1 call)."""
 
     roles = ("solver",)
+    paper = "Wang et al., arXiv 2307.05300 (Solo Performance Prompting)"
+    category = "single-agent multi-persona self-collaboration"
+    calls = "1 (all personas in one reply)"
 
     class Config(MethodConfig):
         demonstrations: int = Field(2, ge=0, le=len(DEMONSTRATIONS))

@@ -15,6 +15,9 @@ class Vanilla(Method):
     """A single agent answers the task prompt once (1 call)."""
 
     roles = ("solver",)
+    paper = "—"
+    category = "single-agent baseline"
+    calls = "1"
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         message = await ctx.agent("solver").reply(task.prompt(), round=0)

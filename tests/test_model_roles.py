@@ -317,5 +317,5 @@ def test_a_sweep_cell_takes_model_roles(tmp_path):
 def test_list_methods_shows_the_roles(capsys):
     assert main(["list", "methods"]) == 0
     listed = " ".join(capsys.readouterr().out.split())
-    assert "Roles: affirmative, negative, moderator, judge." in listed
-    assert "Roles: debater, aggregator." in listed
+    assert "Roles: affirmative, negative, moderator, judge " in listed
+    assert "Roles: debater, aggregator " in listed

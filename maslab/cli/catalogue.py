@@ -27,6 +27,17 @@ def _summary(obj: object) -> str:
     return lines[0] if lines else "(no description)"
 
 
+def _method_text(cls: type) -> str:
+    """A method's summary, then a line each for its category, paper, calls and roles."""
+    facts = {
+        "Category": getattr(cls, "category", ""),
+        "Paper": getattr(cls, "paper", ""),
+        "LLM calls per task": getattr(cls, "calls", ""),
+        "Roles": ", ".join(getattr(cls, "roles", ())),
+    }
+    return "\n".join([_summary(cls), *(f"{key}: {value}" for key, value in facts.items() if value)])
+
+
 def _benchmark_rows() -> list[tuple[str, object, str]]:
     """Each benchmark with whether its test split works offline, and how to add it if not."""
     from maslab.benchmark import get_benchmark, list_benchmarks
@@ -100,8 +111,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows = []
         for name in list_methods():
             cls = get_method(name)
-            roles = f" Roles: {', '.join(cls.roles)}." if cls.roles else ""
-            rows.append((name, cls, _summary(cls) + roles))
+            rows.append((name, cls, _method_text(cls)))
     elif args.what == "benchmarks":
         rows = _benchmark_rows()
     elif args.what == "evaluators":

@@ -115,6 +115,9 @@ class GoAgent(Method):
     """Select and connect candidate groups of agents, run them for R rounds, then decide."""
 
     roles = ("pool_builder", "selector", "member", "aggregator")
+    paper = "GoAgent, arXiv 2603.19677"
+    category = "group-of-agents topology"
+    calls = "pool 1 (once per domain) + selector 1 (`llm`) or 0 (`learned`) + R·Σ agents + 1"
 
     class Config(MethodConfig):
         domain: str | None = None  # None: task.metadata["domain"], else from the answer type

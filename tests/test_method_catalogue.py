@@ -1,0 +1,48 @@
+"""Every bundled method says its category, paper and LLM calls per task, and the README's
+method table and ``maslab list methods`` say exactly the same."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from maslab.cli import main
+from maslab.method import get_method, list_methods
+from maslab.plugins import origin
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+BUNDLED = [name for name in list_methods() if origin(get_method(name)) == "bundled"]
+
+
+def _table(heading: str) -> dict[str, list[str]]:
+    """The rows of the first table after ``heading``, by their first cell, ``\\|`` unescaped."""
+    section = README.split(heading, 1)[1]
+    rows: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            if rows:
+                break
+            continue
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        for name in re.findall(r"`([^`]+)`", cells[0]):
+            rows[name] = cells[1:]
+    return rows
+
+
+def test_the_catalogue_covers_the_bundled_methods():
+    assert len(BUNDLED) >= 20
+    assert sorted(_table("## Methods\n")) == sorted(BUNDLED)
+    assert set(_table("| method | roles (agents reachable by name) |")) == set(BUNDLED)
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_each_method_states_category_paper_and_calls(name, capsys):
+    cls = get_method(name)
+    assert cls.paper and cls.category and cls.calls, f"{name} lacks paper, category or calls"
+    assert _table("## Methods\n")[name] == [cls.paper, cls.category, cls.calls]
+    assert main(["list", "methods"]) == 0
+    listed = " ".join(capsys.readouterr().out.split())
+    for fact in (cls.paper, cls.category, f"LLM calls per task: {cls.calls}"):
+        assert " ".join(fact.split()) in listed
