@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from maslab.defaults import JUDGE_TEMPERATURE
 from maslab.errors import ConfigError
@@ -30,6 +30,9 @@ class Score(BaseModel):
     correct: bool
     extracted: str | None = None
     explanation: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+    """What else the evaluator measured on this answer, JSON-able (per-message behaviour codes,
+    per-position bias); kept in the sample's record, never part of the verdict."""
 
     @property
     def unparsed(self) -> bool:

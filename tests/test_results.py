@@ -47,3 +47,17 @@ def test_a_different_run_in_the_same_directory_is_refused(tmp_path):
 def test_reading_a_directory_that_is_not_a_run(tmp_path):
     with pytest.raises(ConfigError, match="not a maslab run"):
         RunStore(tmp_path).manifest()
+
+
+def test_an_evaluators_details_are_kept_in_the_record(tmp_path):
+    store = RunStore(tmp_path)
+    store.open(MANIFEST)
+    details = {"codes": [{"message": 0, "flags": {"agrees": True}}], "gini": [0.1, 0.25]}
+    score = Score(value=1.0, correct=True, extracted="1", details=details)
+    store.append(
+        ResultRecord(task_id="a", status="ok", answer="1", gold="1", score=score),
+        {"task_id": "a", "repeat": 0},
+    )
+    store.close()
+    [kept] = RunStore(tmp_path).results()
+    assert kept.score is not None and kept.score.details == details
