@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from maslab.config_files import load_yaml, validation_message
+from maslab.defaults import ENDPOINT_MAX_CONCURRENCY, REQUEST_TIMEOUT_S
 from maslab.errors import ConfigError
 from maslab.llm.retry import RetryPolicy
 from maslab.llm.types import Feature
@@ -63,9 +64,9 @@ class Endpoint(BaseModel):
     base_url: str
     model: str | None = None
     api_key_env: str | None = None
-    max_concurrency: int = Field(32, ge=1)
+    max_concurrency: int = Field(ENDPOINT_MAX_CONCURRENCY, ge=1)
     rpm: float | None = Field(None, gt=0)
-    timeout: float = Field(600.0, gt=0)
+    timeout: float = Field(REQUEST_TIMEOUT_S, gt=0)
     transport: Literal["http", "sdk"] = "http"
     api_version: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from maslab.defaults import REQUEST_TIMEOUT_S
 from maslab.errors import ConfigError, LLMConnectionError, LLMError, LLMTimeout
 from maslab.llm.openai_compat import completion_from_payload, error_for_status, scrubbed
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature
@@ -63,7 +64,7 @@ class LiteLLMModel(ChatModelBase):
     table says.
     """
 
-    def __init__(self, model: str, *, timeout: float = 600.0) -> None:
+    def __init__(self, model: str, *, timeout: float = REQUEST_TIMEOUT_S) -> None:
         self.litellm = _import_litellm()
         register_environment_secrets()
         self.model = model
