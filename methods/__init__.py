@@ -19,6 +19,7 @@ from maslab.methods import (
     relay,
     self_consistency,
     self_refine,
+    skills_agent,
     spp,
     vanilla,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "relay",
     "self_consistency",
     "self_refine",
+    "skills_agent",
     "spp",
     "vanilla",
 ]
