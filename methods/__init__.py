@@ -20,6 +20,7 @@ from maslab.methods import (
     relay,
     self_consistency,
     self_refine,
+    skills_agent,
     spp,
     vanilla,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "relay",
     "self_consistency",
     "self_refine",
+    "skills_agent",
     "spp",
     "vanilla",
 ]

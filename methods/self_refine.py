@@ -84,6 +84,16 @@ def refine_prompt(task: Task, attempts: list[tuple[str, str]]) -> str:
     )
 
 
+def refine_topology() -> Topology:
+    """Who reads whom: the critic and the refiner read the generator's draft, the refiner reads
+    the critique, and the critic reads each refinement (the loop)."""
+    topology = Topology(name="self_refine")
+    for u, v in ((GENERATOR, CRITIC), (GENERATOR, REFINER), (CRITIC, REFINER)):
+        topology.add_edge(u, v)
+    topology.add_edge(REFINER, CRITIC)
+    return topology
+
+
 @register_method("self_refine")
 class SelfRefine(Method):
     """Generate, then critique and refine until the critic says stop (≤ 1 + 2T calls)."""
@@ -97,11 +107,7 @@ class SelfRefine(Method):
         max_iterations: int = Field(4, ge=0)
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
-        topology = Topology(name="self_refine")
-        for u, v in ((GENERATOR, CRITIC), (GENERATOR, REFINER), (CRITIC, REFINER)):
-            topology.add_edge(u, v)
-        topology.add_edge(REFINER, CRITIC)
-        ctx.topology = topology
+        ctx.topology = refine_topology()
         generator, critic, refiner = (ctx.agent(name) for name in (GENERATOR, CRITIC, REFINER))
 
         answer = (await generator.reply(cot_prompt(task), round=0)).content
