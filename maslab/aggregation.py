@@ -20,6 +20,12 @@ class Decision:
     extracted: tuple[str | None, ...]
 
 
+def answer_key(task: Task, text: str) -> str | None:
+    """The normalised answer extracted from ``text`` (what votes compare), or None if none."""
+    answer = extract_answer(text, task.answer_type, choices=task.choices)
+    return None if answer is None else normalize_answer(answer, task.answer_type)
+
+
 def majority_decision(task: Task, responses: Sequence[str]) -> Decision:
     """Vote over the answers extracted from ``responses``; return the first winning response.
 

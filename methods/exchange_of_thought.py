@@ -44,8 +44,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from maslab.aggregation import majority_decision
-from maslab.answers import extract_answer, normalize_answer
+from maslab.aggregation import answer_key, majority_decision
 from maslab.context import Context
 from maslab.messages import Message
 from maslab.method import Method, MethodConfig, register_method
@@ -121,12 +120,6 @@ def exchange_prompt(task: Task, own: str, peers: Sequence[tuple[str, str, float 
         "a fresh step-by-step solution, without commenting on your friends' approaches, and "
         "state your final answer."
     )
-
-
-def answer_key(task: Task, text: str) -> str | None:
-    """The normalised extracted answer of ``text``, or None when it has none."""
-    answer = extract_answer(text, task.answer_type, choices=task.choices)
-    return None if answer is None else normalize_answer(answer, task.answer_type)
 
 
 @register_method("exchange_of_thought")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from maslab.aggregation import answer_key
 from maslab.answers import Vote, extract_answer, majority_vote, normalize_answer
 from maslab.errors import ConfigError
+from maslab.task import Task
 
 EXTRACT_CASES = [
     # --- boxed ---
@@ -204,3 +206,12 @@ def test_extract_then_vote():
     assert answers == ["18", "18.00", "17", None]
     vote = majority_vote(answers, "number")
     assert (vote.winner, vote.support) == ("18", pytest.approx(2 / 3))
+
+
+def test_answer_key_is_the_answer_votes_compare():
+    number = Task(id="n", question="How many?", answer_type="number")
+    assert answer_key(number, "So the answer is 1,000.") == answer_key(number, r"\boxed{1000.0}")
+    assert answer_key(number, "So the answer is 1,000.") == "1000"
+    assert answer_key(number, "no idea") is None
+    choice = Task(id="c", question="Which?", answer_type="choice", choices=["x", "y"])
+    assert answer_key(choice, "The answer is (B)") == answer_key(choice, "Final answer: b") == "B"

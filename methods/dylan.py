@@ -1,0 +1,421 @@
+"""DyLAN: a dynamic, layered network of role agents with early stop and agent importance.
+
+Liu, Zhang, Li, Liu, Yang. "A Dynamic LLM-Powered Agent Network for Task-Oriented Agent
+Collaboration". arXiv:2310.02170 (COLM 2024). Code: github.com/SALT-NLP/DyLAN.
+
+Algorithm (N agents with role system prompts, R > 2 rounds; every round is a layer of nodes,
+one per active agent, each reading every active node of the layer before):
+
+1. Round 0: each agent answers the question alone.
+2. Round t >= 1: each active agent sees the question and the active round t-1 solutions
+   (shuffled), writes an updated solution and rates every solution it saw from 1 to 5 (one
+   JSON reply).
+3. From round 2 on, if N > 3: one listwise-ranker call reads the round t-1 solutions
+   (shuffled) and names the best 2; only those agents are active in round t. Otherwise every
+   agent stays active.
+4. Within a round the active agents are activated in an order drawn from the sample's random
+   stream: the first floor(2n/3) + 1 of them run concurrently, the rest one at a time. After
+   that first group and after each later node: if the most common answer (normalised as the
+   task's votes compare answers) is held by more than floor(2n/3) of the round's n active
+   agents, the network stops early and answers with it.
+5. Without a consensus: the majority among the last round's active nodes (ties: the earliest
+   in activation order).
+
+Agent Importance Score (backward pass): an edge weight is the successor's rating of that
+predecessor divided by 5, normalised over the successor's incoming edges (an unreadable rating
+counts as 3, so unreadable ratings give uniform weights). In the last round run, the nodes
+whose answer is the final one share importance 1 equally (all get 0 if the final answer has
+no readable answer); going back a round, a node's importance is the sum over its outgoing
+edges of weight x the successor's importance. An agent's score is the sum over its nodes; it
+is in ``Solution.metadata["importance"]`` with ``stopped_early`` and ``rounds_run``.
+
+Team optimisation (``optimize``): run the network with the candidate ``pool`` of roles on the
+validation tasks, average each role's importance over them, and keep the ``team_size``
+best (in pool order; ties go to the earlier role) as the team later ``solve`` calls use.
+
+Agents are ``agent_1`` .. ``agent_N``, agent i holding the i-th role of the team (``team``, or
+the one ``optimize`` chose), so model roles can put single agents on other models;
+``ranker`` is the listwise ranker.
+
+LLM calls: N > 3: at most N + N + (R-2)·(1 ranker + 2) (default 4 + 4 + 3 = 11); N <= 3: at
+most N·R. Fewer on an early consensus (3 at the least with the default team). ``optimize``
+costs one network run per validation task with N = |pool|.
+
+Budget stop: the majority over the latest round's nodes so far, after each consensus check.
+
+Deviations:
+
+- The prompts and role descriptions are our own wording; ratings and the ranker's choice are
+  JSON replies (native structured output where the model has it) instead of a
+  ``[[1, 5, ...]]`` / ``[1, 2]`` list at the end of free text. Unreadable ratings, or a list
+  of the wrong length, count as neutral (3); unreadable or invalid ranker picks are filled
+  with the first unused solutions in the (random) order shown.
+- Official code (``LLMLP.forward``) and MASLab activate round t >= 2 nodes when their *loop
+  position* after shuffling is in the ranker's list of *agent ids* (``if idx in idx_mask``),
+  so the activated agents are in effect random. We activate the agents the ranker chose,
+  the paper's stated semantics.
+- Official code activates nodes one at a time and checks after each from the
+  floor(2n/3)+1-th on; we run that first group concurrently (same call count, same result,
+  deterministic whatever the completion order).
+- Code tasks: the paper adds judge agents (Tester, Reflector, Debugger, QualityManager) and
+  code execution; they are left out, so code tasks run the plain network.
+- The default team (Assistant, Mathematician, Economist, Programmer) is our choice; the pool
+  default is the paper's MMLU pool of seven roles. The team chosen by ``optimize`` lives on
+  the method instance only (not saved to disk, not shared across runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
+
+from maslab.agents import Agent
+from maslab.aggregation import answer_key, majority_decision
+from maslab.context import Context
+from maslab.method import Method, MethodConfig, register_method
+from maslab.parsing import Text, parse_model
+from maslab.roles import numbered
+from maslab.structured import STRING, json_params, object_schema
+from maslab.task import Solution, Task
+from maslab.topology import Topology
+
+AGENT, RANKER = "agent", "ranker"
+TOP = 2  # the listwise ranker keeps this many agents
+MAX_RATING, NEUTRAL_RATING = 5, 3
+
+ROLE_PROMPTS: dict[str, str] = {
+    "Assistant": "You are a careful and knowledgeable general assistant.",
+    "Mathematician": (
+        "You are a mathematician. You reason precisely, redo every calculation and prefer the "
+        "cleanest argument that settles the question."
+    ),
+    "Economist": (
+        "You are an economist. You think in quantities, incentives and trade-offs, and you "
+        "check figures and units with care."
+    ),
+    "Psychologist": (
+        "You are a psychologist. You know how people think, feel and behave, and you weigh "
+        "the evidence of studies critically."
+    ),
+    "Lawyer": (
+        "You are a lawyer. You read the question closely, apply rules and definitions exactly "
+        "and watch for exceptions and loaded wording."
+    ),
+    "Doctor": (
+        "You are a physician. You bring medical and biological knowledge and reason from "
+        "mechanisms and findings to a conclusion."
+    ),
+    "Programmer": (
+        "You are a programmer. You break problems into precise steps, think about edge "
+        "cases, and write correct, readable code when code is asked for."
+    ),
+    "Historian": (
+        "You are a historian. You know events, people and their contexts across periods and "
+        "check every claim against the record."
+    ),
+}
+Role = Literal[
+    "Assistant", "Mathematician", "Economist", "Psychologist", "Lawyer", "Doctor", "Programmer",
+    "Historian",
+]  # fmt: skip
+DEFAULT_TEAM: tuple[Role, ...] = ("Assistant", "Mathematician", "Economist", "Programmer")
+MMLU_POOL: tuple[Role, ...] = (
+    "Economist", "Doctor", "Lawyer", "Mathematician", "Psychologist", "Programmer", "Historian",
+)  # fmt: skip
+
+
+def system_prompt(role: str) -> str:
+    return (
+        f"{ROLE_PROMPTS[role]} You are one of several agents who answer the same question over "
+        "several rounds. Explain your reasoning thoroughly."
+    )
+
+
+def numbered_solutions(solutions: Sequence[str]) -> str:
+    return "\n\n".join(f"Solution {i}:\n{s.strip()}" for i, s in enumerate(solutions, start=1))
+
+
+def update_prompt(task: Task, shown: Sequence[str]) -> str:
+    return (
+        f"{task.prompt()}\n\nSolutions to this question from the previous round (yours may be "
+        f"among them; any of them, or all, may be wrong):\n\n{numbered_solutions(shown)}\n\n"
+        "Check your own reasoning and each of these solutions step by step, then write an "
+        "updated solution of your own. Also rate each solution above from 1 (wrong or useless) "
+        "to 5 (correct and well argued). Reply with a JSON object with two keys: "
+        '"solution", your updated step-by-step solution ending with the final answer in the '
+        f'required format, as a string; and "ratings", a list of {len(shown)} integers from 1 '
+        "to 5, one per solution, in the order shown."
+    )
+
+
+def ranker_prompt(task: Task, shown: Sequence[str]) -> str:
+    keep = min(TOP, len(shown))
+    return (
+        f"{task.prompt()}\n\nCandidate solutions to this question:\n\n"
+        f"{numbered_solutions(shown)}\n\n"
+        f"Decide, step by step, which {keep} solutions are most likely to be correct. Reply "
+        'with a JSON object with two keys: "reasoning", your comparison, as a string; and '
+        f'"best", a list of the numbers of the {keep} best solutions, best first.'
+    )
+
+
+def _as_list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _number(value: object) -> float | None:
+    """A JSON number or numeric string as a float; None for anything else (booleans too)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+class Update(BaseModel):
+    """A round >= 1 reply: the updated solution and the ratings of the solutions shown."""
+
+    solution: Text = ""
+    ratings: Annotated[list[object], BeforeValidator(_as_list)] = []
+
+
+class Ranking(BaseModel):
+    """The listwise ranker's reply: the numbers of the best solutions."""
+
+    best: Annotated[list[object], BeforeValidator(_as_list)] = []
+
+
+INTEGERS: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
+UPDATE_SCHEMA = object_schema(solution=STRING, ratings=INTEGERS)
+RANKING_SCHEMA = object_schema(reasoning=STRING, best=INTEGERS)
+
+
+def _rating(value: object) -> float:
+    number = _number(value)
+    return number if number is not None and 1 <= number <= MAX_RATING else NEUTRAL_RATING
+
+
+def read_update(text: str, shown: int) -> tuple[str, list[float]]:
+    """The solution of a round >= 1 reply (the whole reply if it has none) and its ``shown``
+    ratings in the order shown: neutral where unreadable, all neutral for a wrong count."""
+    update = parse_model(text, Update) or Update()
+    ratings = update.ratings if len(update.ratings) == shown else [None] * shown
+    return update.solution or text, [_rating(r) for r in ratings]
+
+
+def read_ranking(text: str, shown: int) -> list[int]:
+    """The 0-based positions of the ranker's ``min(TOP, shown)`` picks: its valid, distinct
+    numbers in its order, then the first unused positions."""
+    picks: list[int] = []
+    for value in (parse_model(text, Ranking) or Ranking()).best:
+        number = _number(value)
+        if number is not None and number.is_integer() and 1 <= number <= shown:
+            picks.append(int(number) - 1)
+    picks = list(dict.fromkeys(picks))
+    picks += [i for i in range(shown) if i not in picks]
+    return picks[: min(TOP, shown)]
+
+
+def edge_weights(ratings: Sequence[float]) -> list[float]:
+    """A node's incoming edge weights from its ratings: rating / 5, normalised to sum to 1."""
+    scaled = [r / MAX_RATING for r in ratings]
+    return [s / sum(scaled) for s in scaled]
+
+
+@dataclass
+class Node:
+    """One agent's turn in one round: its solution, answer and incoming edge weights."""
+
+    agent: str
+    round: int
+    response: str
+    answer: str | None
+    weights: dict[str, float] = field(default_factory=dict)  # predecessor agent -> weight
+
+
+def agent_importance(
+    rounds: Sequence[Sequence[Node]], final: str | None, names: Sequence[str]
+) -> dict[str, float]:
+    """Agent Importance Scores by the backward pass over the rounds run (see the module)."""
+    winners = [n.agent for n in rounds[-1] if final is not None and n.answer == final]
+    importance = {n.agent: 1 / len(winners) if n.agent in winners else 0.0 for n in rounds[-1]}
+    scores = dict.fromkeys(names, 0.0)
+    for t in range(len(rounds) - 1, -1, -1):
+        if t < len(rounds) - 1:
+            importance = {
+                node.agent: sum(s.weights.get(node.agent, 0.0) * importance[s.agent]
+                                for s in rounds[t + 1])
+                for node in rounds[t]
+            }  # fmt: skip
+        for agent, value in importance.items():
+            scores[agent] += value
+    return scores
+
+
+@register_method("dylan")
+class DyLAN(Method):
+    """Role agents in layers with listwise agent selection, early consensus and importance."""
+
+    roles = (AGENT, RANKER)
+    paper = "Liu et al., arXiv 2310.02170 (DyLAN)"
+    category = "dynamic agent network (agent selection, early stop, team optimisation)"
+    calls = "N > 3: ≤ 2N + 3(R−2), N ≤ 3: ≤ N·R (default 11); fewer on an early consensus"
+
+    class Config(MethodConfig):
+        team: tuple[Role, ...] = Field(DEFAULT_TEAM, min_length=1)
+        """The agents' roles (N = its length) until ``optimize`` picks a team."""
+        rounds: int = Field(3, gt=2)
+        pool: tuple[Role, ...] = Field(MMLU_POOL, min_length=1)
+        """The candidate roles ``optimize`` runs and chooses from."""
+        team_size: int = Field(4, ge=1)
+        """k: the roles ``optimize`` keeps."""
+
+        @field_validator("pool")
+        @classmethod
+        def _distinct(cls, pool: tuple[str, ...]) -> tuple[str, ...]:
+            if len(set(pool)) != len(pool):
+                raise ValueError("each role may appear once in the pool")
+            return pool
+
+        @model_validator(mode="after")
+        def _team_fits_pool(self) -> DyLAN.Config:
+            if self.team_size > len(self.pool):
+                raise ValueError(f"team_size {self.team_size} exceeds the pool's {len(self.pool)}")
+            return self
+
+    def __init__(
+        self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
+    ) -> None:
+        super().__init__(config, **overrides)
+        self.optimized_team: tuple[str, ...] | None = None
+        """The team ``optimize`` chose; ``solve`` uses it over ``team``."""
+        self.pool_importance: dict[str, float] = {}
+        """Each pool role's mean importance in the last ``optimize``."""
+
+    @property
+    def team(self) -> tuple[str, ...]:
+        return self.optimized_team or self.config.team
+
+    def agent_names(self) -> tuple[str, ...]:
+        return numbered(AGENT, max(len(self.config.team), len(self.config.pool)))
+
+    async def solve(self, task: Task, ctx: Context) -> Solution:
+        names = numbered(AGENT, len(self.team))
+        topology = Topology(name="dylan")
+        for name, role in zip(names, self.team, strict=True):
+            topology.add_node(name, role=role)
+        readers = [*names, RANKER] if len(names) > 3 else names  # the ranker: N > 3 only
+        for sender in names:  # a node reads every active node of the round before, its own too
+            for reader in readers:
+                topology.add_edge(sender, reader)
+        ctx.topology = topology
+        return await self.network(task, ctx, self.team, ctx.rng)
+
+    async def network(
+        self, task: Task, ctx: Context, team: Sequence[str], rng: random.Random
+    ) -> Solution:
+        """One forward pass of the network with agents of ``team``, then the backward pass."""
+        names = numbered(AGENT, len(team))
+        agents = {
+            name: ctx.agent(name, role=AGENT, system=system_prompt(role))
+            for name, role in zip(names, team, strict=True)
+        }
+        ranker = ctx.agent(RANKER)
+        rounds: list[list[Node]] = []
+        activated: list[list[str]] = []
+        active = list(names)
+        consensus: str | None = None
+        for t in range(self.config.rounds):
+            if t >= 2 and len(team) > 3:
+                active = await self.rank(task, ranker, rounds[-1], rng, t)
+            order = rng.sample(active, len(active))
+            previous = rounds[-1] if rounds else []
+            nodes: list[Node] = []
+            rounds.append(nodes)
+            activated.append(order)
+            first = 2 * len(order) // 3 + 1
+            for batch in [order[:first], *([name] for name in order[first:])]:
+                shown = {name: rng.sample(previous, len(previous)) for name in batch}
+                nodes += await asyncio.gather(
+                    *(self.activate(task, agents[name], t, shown[name]) for name in batch)
+                )
+                decision = majority_decision(task, [n.response for n in nodes])
+                ctx.propose(decision.response, round=t, votes=decision.vote.counts)
+                if max(decision.vote.counts.values(), default=0) > 2 * len(order) // 3:
+                    consensus = decision.response
+                    break
+            if consensus is not None:
+                break
+
+        answer = consensus or majority_decision(task, [n.response for n in rounds[-1]]).response
+        importance = agent_importance(rounds, answer_key(task, answer), names)
+        return Solution(
+            answer=answer,
+            metadata={
+                "team": dict(zip(names, team, strict=True)),
+                "importance": importance,
+                "stopped_early": consensus is not None,
+                "rounds_run": len(rounds),
+                "activated": activated,
+            },
+        )
+
+    async def activate(self, task: Task, agent: Agent, t: int, shown: Sequence[Node]) -> Node:
+        """One node: round 0 answers the question; later rounds update and rate ``shown``."""
+        if t == 0:
+            reply = await agent.reply(task.prompt(), round=0, remember=False)
+            return Node(agent.name, 0, reply.content, answer_key(task, reply.content))
+        reply = await agent.reply(
+            update_prompt(task, [n.response for n in shown]),
+            round=t,
+            remember=False,
+            **json_params(agent.model, "dylan_update", UPDATE_SCHEMA),
+        )
+        response, ratings = read_update(reply.content, len(shown))
+        weights = dict(zip((n.agent for n in shown), edge_weights(ratings), strict=True))
+        return Node(agent.name, t, response, answer_key(task, response), weights)
+
+    async def rank(
+        self, task: Task, ranker: Agent, previous: Sequence[Node], rng: random.Random, t: int
+    ) -> list[str]:
+        """The agents whose round t-1 solutions the listwise ranker finds best (agent ids)."""
+        shown = rng.sample(previous, len(previous))
+        reply = await ranker.reply(
+            ranker_prompt(task, [n.response for n in shown]),
+            round=t,
+            kind="ranking",
+            remember=False,
+            **json_params(ranker.model, "dylan_ranking", RANKING_SCHEMA),
+        )
+        return [shown[i].agent for i in read_ranking(reply.content, len(shown))]
+
+    async def optimize(self, tasks: Sequence[Task], ctx: Context) -> None:
+        """Team selection: run the ``pool`` on ``tasks``, keep the ``team_size`` roles with
+        the highest mean importance (in pool order) as the team of later ``solve`` calls."""
+        cfg = self.config
+        if not tasks:
+            return
+        seeds = [ctx.rng.getrandbits(64) for _ in tasks]  # drawn in task order, before any call
+        runs = await asyncio.gather(
+            *(
+                self.network(task, ctx, cfg.pool, random.Random(seed))
+                for task, seed in zip(tasks, seeds, strict=True)
+            )
+        )
+        names = numbered(AGENT, len(cfg.pool))
+        self.pool_importance = {
+            role: sum(run.metadata["importance"][name] for run in runs) / len(runs)
+            for name, role in zip(names, cfg.pool, strict=True)
+        }
+        ranked = sorted(range(len(cfg.pool)), key=lambda i: -self.pool_importance[cfg.pool[i]])
+        self.optimized_team = tuple(cfg.pool[i] for i in sorted(ranked[: cfg.team_size]))
