@@ -113,7 +113,7 @@ class Benchmark:
     """
 
     name: ClassVar[str] = ""
-    domain: ClassVar[str] = ""  # math, science, knowledge, medicine, code, reasoning
+    domain: ClassVar[str] = ""  # math, science, knowledge, medicine, code, reasoning, fairness
     answer_type: ClassVar[AnswerType] = "text"
     evaluator: ClassVar[str] = "exact"
     instruction: ClassVar[str] = ""

@@ -33,6 +33,17 @@ class Transcript(BaseModel):
         self.messages.append(message)
         return message
 
+    def annotate(self, message: Message, **metadata: Any) -> Message:
+        """Replace ``message`` (this very object, a message of this transcript) by a copy whose
+        metadata also holds ``metadata`` (what a method read from it); returns the copy."""
+        for i, held in enumerate(self.messages):
+            if held is message:
+                self.messages[i] = message.model_copy(
+                    update={"metadata": {**message.metadata, **metadata}}
+                )
+                return self.messages[i]
+        raise ValueError(f"a message from {message.sender!r} is not in this transcript")
+
     def filter(
         self,
         *,

@@ -109,6 +109,18 @@ async def test_agents_keep_their_own_history_and_post_to_the_transcript():
     assert ctx.model.calls[0].request.temperature == 0.1
 
 
+async def test_annotate_replaces_the_message_with_a_copy_holding_the_new_metadata():
+    ctx = Context(ScriptedModel(["one", "two"]))
+    first = await ctx.agent("a").reply("q", round=0)
+    await ctx.agent("b").reply("q", round=0)
+    annotated = ctx.transcript.annotate(first, parsed={"Reason": "r"})
+    assert annotated.metadata == {"parsed": {"Reason": "r"}} and first.metadata == {}
+    assert ctx.transcript.messages[0] is annotated and annotated.content == "one"
+    assert [m.sender for m in ctx.transcript] == ["a", "b"]
+    with pytest.raises(ValueError, match="not in this transcript"):
+        ctx.transcript.annotate(first, parsed=None)  # the original was replaced
+
+
 async def test_agents_may_use_different_models():
     ctx = Context(ScriptedModel(["default"]))
     other = ScriptedModel(["other"])
