@@ -146,6 +146,7 @@ class ChoiceBias(Evaluator):
         return Score(
             value=final["gini"],
             correct=False,
+            measurement=True,
             extracted=_shown(final["probabilities"]),
             explanation=(
                 f"bias measurement, not a correctness verdict (no gold): Gini by position "

@@ -30,6 +30,9 @@ class Score(BaseModel):
     correct: bool
     extracted: str | None = None
     explanation: str = ""
+    measurement: bool = False
+    """True when the evaluator measures something other than correctness (a bias, a style):
+    then ``correct`` is no verdict, and a run of such scores shows no accuracy."""
     details: dict[str, Any] = Field(default_factory=dict)
     """What else the evaluator measured on this answer, JSON-able (per-message behaviour codes,
     per-position bias); kept in the sample's record, never part of the verdict."""

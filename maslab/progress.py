@@ -116,6 +116,7 @@ class RunProgress:
         )
         self._task = self._bar.add_task(label, total=total, figures=((), 0))
         self.done = self.errors = 0
+        self.verdicts = 0  # scores that grade (not measurements): no accuracy shown without one
         self.tokens = self.calls = 0
         self._tasks: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # samples, correct
         self._shown = 0.0
@@ -143,6 +144,7 @@ class RunProgress:
     def _add(self, record: ResultRecord) -> None:
         self.done += 1
         self.errors += record.status == "error"
+        self.verdicts += record.score is not None and not record.score.measurement
         tally = self._tasks[record.task_id]
         tally[0] += 1
         tally[1] += record.correct
@@ -153,10 +155,12 @@ class RunProgress:
         self._shown = time.monotonic()
         if not self.done:
             return
-        means = [c / n for n, c in self._tasks.values()]
-        accuracy = sum(means) / len(means)
-        lo, hi = clustered_interval(means, self.done)
-        kept: Figures = ((f"acc {accuracy:.1%} [{lo:.1%}, {hi:.1%}]", ""),)
+        kept: Figures = ()
+        if self.verdicts:
+            means = [c / n for n, c in self._tasks.values()]
+            accuracy = sum(means) / len(means)
+            lo, hi = clustered_interval(means, self.done)
+            kept = ((f"acc {accuracy:.1%} [{lo:.1%}, {hi:.1%}]", ""),)
         if self.errors:
             kept += ((f"errors {self.errors}", "red"),)
         spend = ((f"tokens {self.tokens:,}", ""), (f"calls {self.calls:,}", ""))

@@ -191,6 +191,8 @@ def _topology_img(spec: bytes) -> str:
 def _accuracy(s: Summary) -> str:
     if not s.n:
         return "—"
+    if not s.graded:
+        return "not graded"
     lo, hi = s.ci
     return f"{100 * s.accuracy:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 

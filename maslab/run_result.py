@@ -151,9 +151,8 @@ class RunResult:
 
     def _figures(self) -> list[tuple[str, str]]:
         s = self.summary
-        lo, hi = s.ci
         return [
-            ("accuracy", f"{s.accuracy:.1%} [{lo:.1%}, {hi:.1%}] over {s.design}"),
+            ("accuracy", f"{s.describe_accuracy()} over {s.design}"),
             ("samples", f"{s.n} of {self.planned} done: {s.correct} correct, "
                         f"{s.unparsed} unparsed, {s.errors} errors"),
             ("per sample", f"{s.mean_tokens:,.0f} tokens, {s.mean_calls:.1f} calls"),

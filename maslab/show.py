@@ -30,7 +30,7 @@ def show_run(
     s = summarize(records, superseded=store.superseded())
     console.print(
         f"[bold]{manifest.method}[/] on [bold]{manifest.benchmark}[/] with {manifest.model}: "
-        f"{s.accuracy:.1%} [{s.ci[0]:.1%}, {s.ci[1]:.1%}] over {s.design} · "
+        f"{s.describe_accuracy()} over {s.design} · "
         f"{s.mean_tokens:,.0f} tokens per sample ({s.mean_spent_tokens:,.0f} newly "
         f"spent) · {s.total_served_tokens:,} served in all"
     )

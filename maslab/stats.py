@@ -186,6 +186,15 @@ class Summary:
     """task_id -> (records, correct)."""
     error_causes: tuple[tuple[str, int], ...] = ()
     """(cause, errored records), most frequent first (see :func:`error_causes`)."""
+    graded: bool = True
+    """False when every score is a measurement, not a verdict (:attr:`Score.measurement`)."""
+
+    def describe_accuracy(self) -> str:
+        """ "54.0% [50.1%, 57.9%]" (accuracy and interval), or why the run has none."""
+        if not self.graded:
+            return "no accuracy (the evaluator measures, it does not grade: see the scores)"
+        lo, hi = self.ci
+        return f"{self.accuracy:.1%} [{lo:.1%}, {hi:.1%}]"
 
     @property
     def repeat_spread(self) -> tuple[float, float, float] | None:
@@ -301,12 +310,14 @@ def summarize(
         return mean(_total((r.usage_by_model.get(model, {}) for r in records), keys))
 
     served = [u for r in (*records, *superseded) for u in (r.usage, r.scoring_usage)]
+    scores = [r.score for r in records if r.score is not None]
     return Summary(
         n=n,
         tasks=len(outcomes),
         repeats=min(map(len, outcomes.values()), default=0),
         correct=sum(r.correct for r in records),
         accuracy=_mean_over_tasks(outcomes),
+        graded=not scores or not all(score.measurement for score in scores),
         ci=clustered_interval([sum(v) / len(v) for v in outcomes.values()], n, confidence),
         unparsed=sum(r.unparsed for r in records),
         errors=sum(r.status == "error" for r in records),

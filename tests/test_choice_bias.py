@@ -190,5 +190,6 @@ def test_maslab_run_measures_a_gini_that_rises_with_depth(cache, tmp_path):
     assert [row["entropy"] for row in summary] == sorted(
         (row["entropy"] for row in summary), reverse=True
     )
-    assert run.summary.accuracy == 0.0  # no fake accuracy: every sample is correct=False
+    assert not run.summary.graded  # no fake accuracy: every score is a measurement
+    assert run.summary.describe_accuracy().startswith("no accuracy") and "0.0%" not in repr(run)
     assert bias_summary([]) == []

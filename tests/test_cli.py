@@ -266,3 +266,11 @@ def test_progress_of_a_resumed_run_covers_the_samples_finished_before():
     assert (progress.done, progress.tokens, progress.calls) == (3, 45, 6)
     (bar,) = progress._bar.tasks
     assert bar.completed == 3 and bar.fields["figures"][0][0][0].startswith("acc 100.0% [")
+
+
+def test_progress_shows_no_accuracy_for_measurements():
+    score = Score(value=0.5, correct=False, extracted="0.5", measurement=True)
+    done = [ResultRecord(task_id=f"t{i}", status="ok", score=score) for i in range(3)]
+    progress = RunProgress("run", 6, done=done, console=Console(file=io.StringIO()))
+    (bar,) = progress._bar.tasks
+    assert not any(text.startswith("acc") for text, _ in bar.fields["figures"][0])

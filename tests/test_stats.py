@@ -314,3 +314,13 @@ def test_permutation_test_monte_carlo():
     assert p == pytest.approx(mcnemar_exact(10, 20), abs=0.01)  # the exact answer, .0987
     # 20 positive diffs: no random pattern of 20,000 is likely to reach them, p = 1 / 20,001
     assert paired_permutation_test([0.5] * 20) < 0.001
+
+
+def test_a_run_of_measurements_has_no_accuracy_and_one_verdict_restores_it():
+    measured = Score(value=0.4, correct=False, extracted="x", measurement=True)
+    graded = Score(value=1.0, correct=True, extracted="1")
+    runs = [ResultRecord(task_id=f"t{i}", status="ok", score=measured) for i in range(4)]
+    s = summarize(runs)
+    assert not s.graded and s.describe_accuracy().startswith("no accuracy")
+    mixed = summarize([*runs, ResultRecord(task_id="t9", status="ok", score=graded)])
+    assert mixed.graded and mixed.describe_accuracy().startswith("20.0% [")

@@ -88,9 +88,8 @@ def _print_summary(result: RunResult) -> None:
     from maslab.run_result import run_label
 
     s = result.summary
-    lo, hi = s.ci
     console.print(
-        f"[bold]{run_label(result.manifest)}[/]: accuracy {s.accuracy:.1%} [{lo:.1%}, {hi:.1%}] "
+        f"[bold]{run_label(result.manifest)}[/]: accuracy {s.describe_accuracy()} "
         f"over {s.design} ({s.correct} of {s.n} samples correct, {s.unparsed} unparsed, "
         f"{s.errors} errors, {s.budget_stopped} stopped by budget)"
     )
