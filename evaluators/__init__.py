@@ -1,5 +1,23 @@
 """Bundled evaluators. Importing this package registers every evaluator in it."""
 
-from maslab.evaluators import choice, code, collab_maze, exact, llm_judge, math, numeric
+from maslab.evaluators import (
+    behaviour_coding,
+    choice,
+    code,
+    collab_maze,
+    exact,
+    llm_judge,
+    math,
+    numeric,
+)
 
-__all__ = ["choice", "code", "collab_maze", "exact", "llm_judge", "math", "numeric"]
+__all__ = [
+    "behaviour_coding",
+    "choice",
+    "code",
+    "collab_maze",
+    "exact",
+    "llm_judge",
+    "math",
+    "numeric",
+]
