@@ -57,6 +57,7 @@ class Agent:
         kind: str = "message",
         recipients: tuple[str, ...] | None = None,
         remember: bool = True,
+        metadata: dict[str, Any] | None = None,
         **params: Any,
     ) -> Message:
         """Send ``prompt`` as a user turn after the history; the answer, added to the transcript.
@@ -70,6 +71,8 @@ class Agent:
                 (the topology decides).
             remember: Add the prompt and the answer to the history (the agent's memory);
                 False leaves the history as it was (the transcript still has the message).
+            metadata: Kept in the message's ``metadata`` (what an evaluator or a trace reads:
+                the turn, the speaker's label, ...).
             **params: For :meth:`Context.chat`: sampling parameters over the agent's,
                 ``stream``, ``tools``, ``response_format``.
 
@@ -96,7 +99,10 @@ class Agent:
                 round=round,
                 kind=kind,
                 recipients=recipients,
-                metadata={"tool_calls": completion.tool_calls} if completion.tool_calls else {},
+                metadata={
+                    **(metadata or {}),
+                    **({"tool_calls": completion.tool_calls} if completion.tool_calls else {}),
+                },
             )
         )
 

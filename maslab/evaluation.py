@@ -6,6 +6,8 @@ is counted as unparsed (``extracted is None``); no sample ever leaves the denomi
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -132,13 +134,18 @@ class Judge:
         judge: A spec or a model handle (borrowed: never closed here).
         models: The pool a spec is loaded from (borrowed); None loads the spec on its own, and
             :meth:`aclose` closes it.
+        agent: The name its calls are recorded under (an evaluator with two judges tells them
+            apart by it).
     """
 
-    def __init__(self, judge: str | ChatModel, models: ModelPool | None = None) -> None:
+    def __init__(
+        self, judge: str | ChatModel, models: ModelPool | None = None, *, agent: str = "judge"
+    ) -> None:
         self._owned = isinstance(judge, str) and models is None
         if isinstance(judge, str):
             judge = models.get(judge) if models is not None else load_model(judge)
         self.model = judge
+        self.agent = agent
 
     async def ask(self, system: str, user: str, ctx: Context | None = None, **params: Any) -> str:
         """The judge's reply; through ``ctx`` (a scoring call of its sample) when given.
@@ -152,7 +159,7 @@ class Judge:
         completion = await ctx.chat(
             messages,
             model=self.model,
-            agent="judge",
+            agent=self.agent,
             purpose="scoring",
             temperature=JUDGE_TEMPERATURE,
             **params,
@@ -168,3 +175,25 @@ _EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator", "maslab.evaluator
 register_evaluator = _EVALUATORS.register
 get_evaluator = _EVALUATORS.get
 list_evaluators = _EVALUATORS.names
+
+
+def check_evaluator_options(name: str, options: Mapping[str, Any], flag: str) -> dict[str, Any]:
+    """``options`` for evaluator ``name``'s constructor, or a one-line :class:`ConfigError` for
+    an option it does not take or a required one missing (``models`` is the runner's to give);
+    ``flag`` spells the option in the message (``--evaluator-option``)."""
+    parameters = {
+        key: p
+        for key, p in inspect.signature(get_evaluator(name)).parameters.items()
+        if key != "models" and p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    takes = ", ".join(parameters) or "none"
+    if unknown := [key for key in options if key not in parameters]:
+        raise ConfigError(
+            f"evaluator {name} has no option {', '.join(map(repr, unknown))} (its options: {takes})"
+        )
+    if missing := [
+        key for key, p in parameters.items() if p.default is p.empty and key not in options
+    ]:
+        example = " ".join(f"{flag} {key}=..." for key in missing)
+        raise ConfigError(f"evaluator {name} needs {', '.join(missing)}: {example}")
+    return dict(options)

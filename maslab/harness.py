@@ -30,6 +30,7 @@ from maslab.benchmark import get_benchmark
 from maslab.config_files import apply_overrides, validation_message
 from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
 from maslab.errors import ConfigError, MaslabError
+from maslab.evaluation import check_evaluator_options
 from maslab.llm.registry import check_model
 from maslab.method import Method, get_method
 from maslab.paths import default_response_cache
@@ -102,6 +103,7 @@ def run_config(
     max_tokens: int | None = None,
     evaluator: str | None = None,
     judge_model: str | None = None,
+    evaluator_options: Overrides | None = None,
     max_calls: int | None = None,
     max_sample_tokens: int | None = None,
     max_sample_seconds: float | None = None,
@@ -120,7 +122,9 @@ def run_config(
     benchmark's options: ``KEY=VALUE`` strings (values read as YAML) or a mapping (keys may
     be dotted paths into nested settings, or values nested mappings). ``model_roles`` puts roles or
     agents of the method on other models (:mod:`maslab.roles`): a mapping, or the CLI's
-    ``NAME=MODEL`` strings. ``native=False`` keeps every call on the text protocol (no
+    ``NAME=MODEL`` strings. ``evaluator_options`` are the evaluator's constructor keywords
+    (``KEY=VALUE`` strings or a mapping; ``judge_model`` is the ``judge`` one), checked
+    against its signature. ``native=False`` keeps every call on the text protocol (no
     structured output or tool calls, whatever the model offers). ``cache`` is True for the
     user's response cache, False for none, or a file. ``out``
     defaults to a directory under ``runs/<benchmark>/`` named by the run's identity, so the
@@ -138,9 +142,17 @@ def run_config(
     method_config = apply_overrides(settings, config or (), f"{method_name} {option('config')}")
     method_object = get_method(method_name)(method_config)  # one-line error before any work
     evaluator_name = evaluator or get_benchmark(benchmark).evaluator
-    evaluator_options = judge_options(evaluator_name, judge_model)
-    if judge_model and not evaluator_options:
+    extra = apply_overrides({}, evaluator_options or (), option("evaluator_options"))
+    if judge_model and "judge" in extra:
+        raise ConfigError(
+            f"give the judge once: {option('judge_model')} or {option('evaluator_options')} judge"
+        )
+    judged = judge_options(evaluator_name, judge_model or extra.get("judge"))
+    if judge_model and not judged:
         raise unused_judge(option("judge_model"), [evaluator_name])
+    scoring = check_evaluator_options(
+        evaluator_name, {**judged, **extra}, option("evaluator_options")
+    )
     if model_roles is not None and not isinstance(model_roles, Mapping):
         model_roles = parse_model_roles(model_roles)
     roles = method_object.check_model_roles(model_roles)
@@ -167,7 +179,7 @@ def run_config(
         "seed": seed,
         "concurrency": concurrency,
         "evaluator": evaluator,
-        "evaluator_options": evaluator_options,
+        "evaluator_options": scoring,
         "max_calls": max_calls,
         "max_tokens": max_sample_tokens,
         "max_seconds": max_sample_seconds,
@@ -223,6 +235,7 @@ async def aevaluate(
     max_tokens: int | None = None,
     evaluator: str | None = None,
     judge_model: str | None = None,
+    evaluator_options: Overrides | None = None,
     max_calls: int | None = None,
     max_sample_tokens: int | None = None,
     max_sample_seconds: float | None = None,
@@ -268,6 +281,7 @@ async def aevaluate(
             max_tokens=max_tokens,
             evaluator=evaluator,
             judge_model=judge_model,
+            evaluator_options=evaluator_options,
             max_calls=max_calls,
             max_sample_tokens=max_sample_tokens,
             max_sample_seconds=max_sample_seconds,

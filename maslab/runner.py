@@ -14,6 +14,7 @@ cannot be reached (or refuses the credentials or the model) stops early and says
 from __future__ import annotations
 
 import asyncio
+import inspect
 import platform
 import subprocess
 import time
@@ -191,10 +192,11 @@ class Runner:
         self.models = ModelPool(
             endpoints=config.endpoints, cache=config.cache, native=config.native
         )
+        evaluator = get_evaluator(self.evaluator_name)
         options = dict(config.evaluator_options)
-        if "judge" in options:
+        if "models" in inspect.signature(evaluator).parameters:  # its judges share the pool
             options["models"] = self.models
-        self.evaluator: Evaluator = get_evaluator(self.evaluator_name)(**options)
+        self.evaluator: Evaluator = evaluator(**options)
         if config.strict_sandbox:
             require_isolation()  # refuse before anything runs where code cannot be contained
         self._check_golds()

@@ -121,6 +121,15 @@ async def test_annotate_replaces_the_message_with_a_copy_holding_the_new_metadat
         ctx.transcript.annotate(first, parsed=None)  # the original was replaced
 
 
+async def test_a_reply_keeps_the_metadata_it_is_given_and_never_sends_it():
+    model = ScriptedModel(["noted"])
+    ctx = Context(model)
+    said = await ctx.agent("a").reply("q", round=2, metadata={"turn": 1, "label": "Agent 1"})
+    assert said.metadata == {"turn": 1, "label": "Agent 1"}
+    assert ctx.transcript.messages == [said]
+    assert "metadata" not in repr(model.calls[0].request)
+
+
 async def test_agents_may_use_different_models():
     ctx = Context(ScriptedModel(["default"]))
     other = ScriptedModel(["other"])

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 # the run options as error messages spell them
 FLAGS = {"config": "--config", "bench_options": "--bench-option", "judge_model": "--judge-model",
-         "out": "--out", "model_roles": "--model-role"}  # fmt: skip
+         "evaluator_options": "--evaluator-option", "out": "--out",
+         "model_roles": "--model-role"}  # fmt: skip
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:
@@ -52,6 +53,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         max_tokens=args.max_tokens,
         evaluator=args.evaluator,
         judge_model=args.judge_model,
+        evaluator_options=args.evaluator_option,
         max_calls=args.max_calls,
         max_sample_tokens=args.max_sample_tokens,
         max_sample_seconds=args.max_sample_seconds,
@@ -168,6 +170,13 @@ def run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--evaluator")
     p.add_argument("--judge-model", help="model spec for the llm_judge evaluator")
+    p.add_argument(
+        "--evaluator-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the evaluator, e.g. judge_a=openai:gpt-4o (behaviour_coding)",
+    )
     p.add_argument("--max-calls", type=COUNT, help="per-sample budget")
     p.add_argument("--max-sample-tokens", type=COUNT, help="per-sample budget")
     p.add_argument(
