@@ -58,6 +58,8 @@ def default_out(config: Mapping[str, Any]) -> Path:
         identity["model_roles"] = config["model_roles"]
     if config.get("native") is False:  # likewise
         identity["native"] = False
+    if config.get("evaluator_options"):  # likewise: other judges, other scores
+        identity["evaluator_options"] = config["evaluator_options"]
     digest = hashlib.sha256(
         orjson.dumps(identity, option=orjson.OPT_SORT_KEYS, default=str)
     ).hexdigest()[:8]

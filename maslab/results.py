@@ -106,6 +106,7 @@ class Manifest(BaseModel):
     sampling: dict[str, Any] = Field(default_factory=dict)
     repeats: int = defaults.REPEATS
     evaluator: str
+    evaluator_options: dict[str, Any] = Field(default_factory=dict)
     budget: dict[str, Any] = Field(default_factory=dict)
     created: str = ""
     maslab_version: str = ""
@@ -114,7 +115,7 @@ class Manifest(BaseModel):
 
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "method", "method_config", "benchmark", "split", "seed", "dataset_hash", "model",
-        "model_roles", "native", "sampling", "evaluator", "budget",
+        "model_roles", "native", "sampling", "evaluator", "evaluator_options", "budget",
     )  # fmt: skip
 
     def identity(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import pytest
 
 from maslab.errors import ConfigError
 from maslab.evaluation import Score
+from maslab.harness import default_out
 from maslab.results import Manifest, ResultRecord, RunStore
 
 MANIFEST = Manifest(method="vanilla", benchmark="gsm8k", model="scripted:echo", evaluator="numeric")
@@ -42,6 +43,19 @@ def test_a_different_run_in_the_same_directory_is_refused(tmp_path):
     other = MANIFEST.model_copy(update={"method": "llm_debate"})
     with pytest.raises(ConfigError, match="holds a different run \\(method differ"):
         RunStore(tmp_path).open(other)
+
+
+def test_a_run_scored_by_another_judge_is_a_different_run(tmp_path):
+    judged = MANIFEST.model_copy(
+        update={"evaluator": "llm_judge", "evaluator_options": {"judge": "openai:a"}}
+    )
+    RunStore(tmp_path).open(judged)
+    other = judged.model_copy(update={"evaluator_options": {"judge": "openai:b"}})
+    with pytest.raises(ConfigError, match="evaluator_options differ"):
+        RunStore(tmp_path).open(other)
+    run = {"method": "vanilla", "benchmark": "arith", "model": "scripted:echo"}
+    assert default_out(run) == default_out({**run, "evaluator_options": {}})
+    assert default_out(run) != default_out({**run, "evaluator_options": {"judge": "openai:a"}})
 
 
 def test_reading_a_directory_that_is_not_a_run(tmp_path):
