@@ -122,7 +122,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.prod((c - i) / (n - i) for i in range(k))
 
 
-def _by_task(records: Iterable[ResultRecord]) -> dict[str, list[bool]]:
+def outcomes_by_task(records: Iterable[ResultRecord]) -> dict[str, list[bool]]:
     """task_id -> correctness of each of its records."""
     outcomes: dict[str, list[bool]] = defaultdict(list)
     for r in records:
@@ -298,7 +298,7 @@ def summarize(
         confidence: The coverage of the accuracy interval.
     """
     n = len(records)
-    outcomes = _by_task(records)
+    outcomes = outcomes_by_task(records)
     usages = [r.usage for r in records]
     scoring = [r.scoring_usage for r in records]
     models = sorted({model for r in records for model in r.usage_by_model})
@@ -323,7 +323,7 @@ def summarize(
         errors=sum(r.status == "error" for r in records),
         budget_stopped=sum(r.status == "budget" for r in records),
         per_repeat=tuple(
-            _mean_over_tasks(_by_task(r for r in records if r.repeat == repeat))
+            _mean_over_tasks(outcomes_by_task(r for r in records if r.repeat == repeat))
             for repeat in sorted({r.repeat for r in records})
         ),
         mean_tokens=mean(sum(r.tokens_used for r in records)),
@@ -433,7 +433,7 @@ def paired_comparison(
     Each run's repeats of a task are averaged first, so tasks, not records, are the units.
     Raises ValueError when the runs share no task.
     """
-    by_a, by_b = _by_task(a), _by_task(b)
+    by_a, by_b = outcomes_by_task(a), outcomes_by_task(b)
     shared = sorted(by_a.keys() & by_b.keys())
     if not shared:
         raise ValueError("paired_comparison() needs at least one task present in both runs")
