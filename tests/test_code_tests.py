@@ -61,3 +61,14 @@ async def test_a_candidate_runs_against_tests_in_the_sandbox():
     )
     run = await run_tests(task, forged, tests)
     assert not run.passed and "ended before the tests finished" in run.feedback
+
+
+def test_an_example_ends_at_the_docstrings_end_or_a_blank_line():
+    """HumanEval's last example is followed by the closing quotes, or by a blank line and
+    prose: neither belongs to the expected value (nor drops the example)."""
+    prompt = (
+        "def f(s):\n    \"\"\"Split.\n    >>> f('a b')\n    ['a', 'b']\n    \"\"\"\n\n"
+        "def g(n):\n    '''Double.\n    >>> g(2)\n    4\n\n    More words here.\n    '''\n"
+    )
+    task = Task(id="h2", question=f"Complete:\n```python\n{prompt}```", answer_type="code")
+    assert public_tests(task) == ["assert f('a b') == ['a', 'b']", "assert g(2) == 4"]
