@@ -12,6 +12,7 @@ method may use without seeing the hidden ones that score it.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import re
 import secrets
@@ -30,6 +31,7 @@ _SHOWN = 200  # characters of an output or error shown in the feedback
 
 _RUNNER = f"""\
 import ast
+import builtins
 import json
 import signal
 import sys
@@ -170,17 +172,36 @@ _DOCTEST = re.compile(
 )  # the expected value: its lines up to a blank line, the next example or the docstring's end
 
 
+_EXAMPLE = re.compile(
+    r"^[ \t]*(?:>>>[ \t]*)?(?P<call>(?P<name>[A-Za-z_]\w*)\(.*\))[ \t]*(?:==>?|=>|->|➞)[ \t]*"
+    r"(?P<want>.*\S)[ \t]*$",
+    re.M,
+)  # one line, "f(x) == y", "f(x) => y", "f(x) -> y" or "f(x) ➞ y"
+_DEFINED = re.compile(r"^[ \t]*def[ \t]+(\w+)[ \t]*\(", re.M)
+
+
 def public_tests(task: Task) -> list[str]:
-    """The tests the task's prompt shows: its one-line asserts, then its doctest examples
-    (``>>> f(x)`` and the expected value on the next lines) as ``assert f(x) == value``."""
+    """The tests the task's prompt shows: its one-line asserts; its doctest examples (``>>>
+    f(x)`` and the expected value on the next lines); and its one-line examples of a function
+    the prompt defines (``f(x) == y``, ``f(x) => y``, ``f(x) -> y``), each as ``assert f(x) ==
+    y``. An example that is not valid Python that way (prose around it) is left out."""
     text = task.prompt()
     tests = parse_tests(text, limit=len(text))
-    for match in _DOCTEST.finditer(text):
-        want = " ".join(match["want"].split())
-        test = f"assert {match['call'].strip()} == {want}"
-        if test not in tests and _is_assert(test):
+    defined = set(_DEFINED.findall(text))
+    found = [(m["call"], m["want"], None) for m in _DOCTEST.finditer(text)]
+    found += [(m["call"], m["want"], defined) for m in _EXAMPLE.finditer(text)]
+    for call, want, known in found:
+        test = f"assert {call.strip()} == {' '.join(want.split())}"
+        if test not in tests and _is_assert(test) and (known is None or _names_in(test, known)):
             tests.append(test)
     return tests
+
+
+def _names_in(test: str, defined: set[str]) -> bool:
+    """Whether every name ``test`` uses is a builtin or a function the prompt defines (a prose
+    example such as ``f(abc) => true`` is no test)."""
+    used = {node.id for node in ast.walk(ast.parse(test)) if isinstance(node, ast.Name)}
+    return used <= defined | set(dir(builtins))
 
 
 def _is_assert(line: str) -> bool:

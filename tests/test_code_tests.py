@@ -72,3 +72,23 @@ def test_an_example_ends_at_the_docstrings_end_or_a_blank_line():
     )
     task = Task(id="h2", question=f"Complete:\n```python\n{prompt}```", answer_type="code")
     assert public_tests(task) == ["assert f('a b') == ['a', 'b']", "assert g(2) == 4"]
+
+
+def test_one_line_examples_of_a_defined_function_are_public_tests():
+    prompt = '''def digit_sum(s: str) -> int:
+    """Sum of the upper-case characters' codes.
+    Examples:
+        digit_sum("") => 0
+        digit_sum("abAB") ==> 131
+        digit_sum("A") -> 65
+        is_happy(abc) => True
+        digit_sum(x) => true
+        other("a") == 1
+    """
+'''
+    task = Task(id="h2", question=f"```python\n{prompt}```", answer_type="code")
+    assert public_tests(task) == [
+        'assert digit_sum("") == 0',
+        'assert digit_sum("abAB") == 131',
+        'assert digit_sum("A") == 65',
+    ]  # a function the prompt does not define, or a value that is prose, is no test
