@@ -165,7 +165,11 @@ def _report(stdout: str, token: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-_DOCTEST = re.compile(r"^\s*>>> (?P<call>.+)\n(?P<want>(?:(?!\s*>>>)\s*\S.*\n?)+)", re.M)
+# The expected value: the non-blank lines after the call, up to a blank line, the next call or
+# the end of the docstring (or of its code fence).
+_DOCTEST = re.compile(
+    r"^[ \t]*>>> (?P<call>.+)\n(?P<want>(?:[ \t]*(?!>>>|\"{3}|'{3}|`{3})\S.*\n?)+)", re.M
+)
 
 
 def public_tests(task: Task) -> list[str]:
