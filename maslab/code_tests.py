@@ -167,9 +167,11 @@ def _report(stdout: str, token: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+# The expected value: the non-blank lines after the call, up to a blank line, the next call or
+# the end of the docstring (or of its code fence).
 _DOCTEST = re.compile(
-    r"^\s*>>> (?P<call>.+)\n(?P<want>(?:(?![ \t]*(?:>>>|\"\"\"|\'\'\'))[ \t]*\S.*\n?)+)", re.M
-)  # the expected value: its lines up to a blank line, the next example or the docstring's end
+    r"^[ \t]*>>> (?P<call>.+)\n(?P<want>(?:[ \t]*(?!>>>|\"{3}|'{3}|`{3})\S.*\n?)+)", re.M
+)
 
 
 _EXAMPLE = re.compile(

@@ -46,6 +46,21 @@ def test_public_tests_are_the_prompts_doctests_and_asserts():
     assert public_tests(Task(id="q", question="What is 2 + 2?")) == []
 
 
+def test_a_doctest_ends_at_a_blank_line_the_docstring_end_or_the_fence():
+    prompt = (
+        'def f(x):\n    """Twice x.\n    >>> f(1)\n    2\n\n    Also lists:\n'
+        '    >>> f([1])\n    [1,\n     1]\n    >>> f(2)\n    4\n    """\n'
+    )
+    task = Task(id="d", question=f"Complete:\n```python\n{prompt}```", answer_type="code")
+    assert public_tests(task) == [
+        "assert f(1) == 2",
+        "assert f([1]) == [1, 1]",
+        "assert f(2) == 4",  # the last example, right before the closing quotes
+    ]
+    fenced = Task(id="e", question="```python\n>>> f(3)\n6\n```", answer_type="code")
+    assert public_tests(fenced) == ["assert f(3) == 6"]
+
+
 async def test_a_candidate_runs_against_tests_in_the_sandbox():
     task = humaneval_task()
     tests = public_tests(task)
