@@ -165,7 +165,9 @@ def _report(stdout: str, token: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-_DOCTEST = re.compile(r"^\s*>>> (?P<call>.+)\n(?P<want>(?:(?!\s*>>>)\s*\S.*\n?)+)", re.M)
+_DOCTEST = re.compile(
+    r"^\s*>>> (?P<call>.+)\n(?P<want>(?:[ \t]*(?!>>>|\"\"\"|\'\'\')\S.*\n?)+)", re.M
+)  # the expected value: the lines up to a blank one, the next example or the docstring's end
 
 
 def public_tests(task: Task) -> list[str]:

@@ -46,6 +46,16 @@ def test_public_tests_are_the_prompts_doctests_and_asserts():
     assert public_tests(Task(id="q", question="What is 2 + 2?")) == []
 
 
+def test_a_doctest_right_before_the_docstrings_end_is_kept():
+    """HumanEval's usual layout: the closing quotes follow the last expected value, which must
+    not swallow them (that dropped the last example, often the only one)."""
+    prompt = 'def f(x):\n    """Twice x.\n    >>> f(2)\n    4\n\n    >>> f(-1)\n    -2\n    """\n'
+    task = Task(id="h2", question=f"Complete:\n```python\n{prompt}```", answer_type="code")
+    assert public_tests(task) == ["assert f(2) == 4", "assert f(-1) == -2"]
+    single = "def g():\n    '''\n    >>> g()\n    [1, 2]\n    '''\n"
+    assert public_tests(Task(id="h3", question=single)) == ["assert g() == [1, 2]"]
+
+
 async def test_a_candidate_runs_against_tests_in_the_sandbox():
     task = humaneval_task()
     tests = public_tests(task)
