@@ -165,7 +165,11 @@ def _report(stdout: str, token: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-_DOCTEST = re.compile(r"^\s*>>> (?P<call>.+)\n(?P<want>(?:(?!\s*>>>)\s*\S.*\n?)+)", re.M)
+# A doctest's expected value: the non-blank lines after the call, up to a blank line, the next
+# call, or the line that closes the docstring or the code block.
+_DOCTEST = re.compile(
+    r"^[ \t]*>>> (?P<call>.+)\n(?P<want>(?:[ \t]*(?!>>>|\"\"\"|\'\'\'|```)\S.*\n?)+)", re.M
+)
 
 
 def public_tests(task: Task) -> list[str]:

@@ -46,6 +46,20 @@ def test_public_tests_are_the_prompts_doctests_and_asserts():
     assert public_tests(Task(id="q", question="What is 2 + 2?")) == []
 
 
+def test_the_last_doctest_ends_at_the_closing_quotes_a_fence_or_a_blank_line():
+    stub = 'def half(x):\n    """Half of x.\n    >>> half(3)\n    1.5\n    """\n'
+    task = Task(
+        id="h2",
+        question=f"Complete this function:\n```python\n{stub}```\n\nAnswer in one code block.",
+        answer_type="code",
+    )
+    assert public_tests(task) == ["assert half(3) == 1.5"]
+    fenced = Task(id="h3", question="```python\n>>> half(4)\n2.0\n```\nMore text.")
+    assert public_tests(fenced) == ["assert half(4) == 2.0"]
+    prose = Task(id="h4", question=">>> half(1)\n0.5\n\nThen some prose follows.")
+    assert public_tests(prose) == ["assert half(1) == 0.5"]
+
+
 async def test_a_candidate_runs_against_tests_in_the_sandbox():
     task = humaneval_task()
     tests = public_tests(task)
