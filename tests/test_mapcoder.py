@@ -348,7 +348,8 @@ def test_the_command_line_runs_mapcoder_on_humaneval(tmp_path):
          "--config", "t=1", "--limit", "2", "--out", str(out), "--no-cache", "--quiet"]
     )  # fmt: skip
     assert code == 0
-    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    lines = (out / "results.jsonl").read_text().splitlines()
+    results = sorted((json.loads(line) for line in lines), key=lambda r: r["task_id"])
     assert len(results) == 2 and all(r["status"] == "ok" for r in results)
     assert all(r["usage"]["calls"] == 1 + 2 * 3 + 3 * (1 + 1) for r in results)  # never passes
     assert [len(r["metadata"]["public_tests"]) for r in results] == [2, 1]  # the doctests
