@@ -60,6 +60,8 @@ def default_out(config: Mapping[str, Any]) -> Path:
         identity["native"] = False
     if config.get("evaluator_options"):  # likewise: other judges, other scores
         identity["evaluator_options"] = config["evaluator_options"]
+    if config.get("optimize_on"):  # likewise: another optimisation, another learned state
+        identity["optimize"] = [config["optimize_on"], config.get("optimize_limit")]
     digest = hashlib.sha256(
         orjson.dumps(identity, option=orjson.OPT_SORT_KEYS, default=str)
     ).hexdigest()[:8]
@@ -114,6 +116,8 @@ def run_config(
     out: str | Path | None = None,
     strict_sandbox: bool = False,
     native: bool = True,
+    optimize_on: str | None = None,
+    optimize_limit: int | None = None,
     flags: Mapping[str, str] | None = None,
 ) -> RunConfig:
     """Check every option and build the run's config, before anything is written.
@@ -127,7 +131,9 @@ def run_config(
     ``NAME=MODEL`` strings. ``evaluator_options`` are the evaluator's constructor keywords
     (``KEY=VALUE`` strings or a mapping; ``judge_model`` is the ``judge`` one), checked
     against its signature. ``native=False`` keeps every call on the text protocol (no
-    structured output or tool calls, whatever the model offers). ``cache`` is True for the
+    structured output or tool calls, whatever the model offers). ``optimize_on`` names a split
+    the method learns from (its ``optimize``, on the first ``optimize_limit`` tasks) before
+    the test samples; it may share no task with ``split``. ``cache`` is True for the
     user's response cache, False for none, or a file. ``out``
     defaults to a directory under ``runs/<benchmark>/`` named by the run's identity, so the
     same options resume the same run. ``flags`` spells options in error messages (the CLI's
@@ -160,6 +166,8 @@ def run_config(
     roles = method_object.check_model_roles(model_roles)
     for spec in filter(None, (model, judge_model, *role_models(roles))):
         check_model(spec, endpoints)
+    if optimize_limit is not None and optimize_on is None:
+        raise ConfigError(f"{option('optimize_limit')} needs {option('optimize_on')}")
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ConfigError(f"{option('out')} {out} is a file; name a run directory")
     if cache is True:
@@ -188,6 +196,8 @@ def run_config(
         "cache": str(cache) if cache else None,
         "strict_sandbox": strict_sandbox,
         "native": native,
+        "optimize_on": optimize_on,
+        "optimize_limit": optimize_limit,
     }
     fields["out"] = str(out or default_out(fields))
     try:
@@ -246,6 +256,8 @@ async def aevaluate(
     out: str | Path | None = None,
     strict_sandbox: bool = False,
     native: bool = True,
+    optimize_on: str | None = None,
+    optimize_limit: int | None = None,
     progress: bool | None = None,
 ) -> RunResult:
     """Run ``method`` on ``benchmark`` as ``maslab run`` does, in a running event loop
@@ -253,7 +265,8 @@ async def aevaluate(
 
     ``method`` is a registered name, or a registered Method class or instance (whose settings
     ``config`` then overrides). The options are ``maslab run``'s (see :func:`run_config`);
-    the budgets are ``max_calls``, ``max_sample_tokens`` and ``max_sample_seconds``. The run
+    the budgets are ``max_calls``, ``max_sample_tokens`` and ``max_sample_seconds``;
+    ``optimize_on`` (and ``optimize_limit``) run the method's optimisation step first. The run
     resumes when its directory holds finished samples, and ends with ``report.html`` written
     beside them. ``progress``: a live bar on stderr; by default only when stderr is a terminal
     (not in a notebook). Returns the run as a :class:`RunResult`.
@@ -292,6 +305,8 @@ async def aevaluate(
             out=out,
             strict_sandbox=strict_sandbox,
             native=native,
+            optimize_on=optimize_on,
+            optimize_limit=optimize_limit,
         )
     )
     if progress is None:

@@ -160,7 +160,26 @@ class Method:
         )
 
     async def optimize(self, tasks: Sequence[Task], ctx: Context) -> None:
-        """Learn from ``tasks`` (a validation split). Most methods have nothing to learn."""
+        """Learn from ``tasks`` (a validation split). Most methods have nothing to learn.
+
+        ``maslab run --optimize-on SPLIT`` calls it once, before the test samples, with a
+        context of its own (sample id ``"optimize"``, the run seed): its calls are the
+        optimisation's cost, recorded apart from the samples'. What it learned must then be
+        in :meth:`learned_state`, which the run saves and reloads on a resume.
+        """
+
+    def learned_state(self) -> dict[str, Any] | None:
+        """What :meth:`optimize` learned, as JSON-able data (None: nothing learned)."""
+        return None
+
+    def load_learned_state(self, state: Mapping[str, Any]) -> None:
+        """Take back a :meth:`learned_state` (a resumed run), instead of optimising again."""
+        raise ConfigError(f"{self.name or type(self).__name__} has no learned state to load")
+
+    @classmethod
+    def learns(cls) -> bool:
+        """Whether the method overrides :meth:`optimize` (has something to learn)."""
+        return cls.optimize is not Method.optimize
 
     async def arun(
         self,

@@ -70,7 +70,7 @@ def _load(directory: str | Path, anchor: str) -> _Run:
     store = RunStore(directory)
     records = sorted(store.results(), key=lambda r: r.key)
     traces = {(t["task_id"], t["repeat"]): t for t in store.traces()}
-    summary = summarize(records, superseded=store.superseded())
+    summary = summarize(records, superseded=store.superseded(), optimization=store.optimizations())
     return _Run(store.dir, anchor, store.manifest(), records, traces, summary)
 
 
@@ -322,9 +322,11 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> str:
         f"{s.budget_stopped} budget-stopped",
         f"{s.mean_latency_s:.1f} s model time per sample",
         f"{s.mean_cached_tokens:,.0f} cached tokens per sample",
-        f"{s.total_served_tokens:,} tokens served in all (scoring and superseded attempts "
-        f"included)",
+        f"{s.total_served_tokens:,} tokens served in all (scoring, superseded attempts and "
+        f"optimisation included)",
     ]
+    if optimization := s.describe_optimization():
+        about.append(optimization)
     if by_model := s.describe_models(prices):
         about.append(f"per sample by model: {by_model}")
     if repeats := s.describe_repeats():

@@ -11,6 +11,11 @@ rewrites on resume) go to a temporary file that replaces the old one atomically.
 The manifest names the run's planned samples (``task_ids`` × ``repeats``); reading a run
 reports exactly those, so a re-run with a smaller ``--limit`` or ``--repeats`` reports the
 subset it asked for while the older records stay on disk.
+
+A run with an optimisation step (``--optimize-on``) also holds ``optimize.jsonl`` (one record
+per attempt at the step, its spend apart from the samples'), ``optimize_traces.jsonl`` (its
+calls) and ``learned_state.json`` (what the method learned, written atomically once the step
+has succeeded; a re-run loads it instead of optimising again).
 """
 
 from __future__ import annotations
@@ -39,6 +44,10 @@ CACHED_KEYS = ("cached_prompt_tokens", "cached_completion_tokens")
 
 MANIFEST, RESULTS, TRACES = "manifest.json", "results.jsonl", "traces.jsonl"
 SUPERSEDED = "superseded.jsonl"
+# the optimisation step (``--optimize-on``): one record and one trace per attempt, and what
+# the method learned
+OPTIMIZATION, OPTIMIZATION_TRACES = "optimize.jsonl", "optimize_traces.jsonl"
+LEARNED_STATE = "learned_state.json"
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +117,8 @@ class Manifest(BaseModel):
     evaluator: str
     evaluator_options: dict[str, Any] = Field(default_factory=dict)
     budget: dict[str, Any] = Field(default_factory=dict)
+    optimize: dict[str, Any] = Field(default_factory=dict)
+    """The optimisation step's split, limit, dataset hash and task ids; empty without one."""
     created: str = ""
     maslab_version: str = ""
     git_commit: str | None = None
@@ -116,6 +127,7 @@ class Manifest(BaseModel):
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "method", "method_config", "benchmark", "split", "seed", "dataset_hash", "model",
         "model_roles", "native", "sampling", "evaluator", "evaluator_options", "budget",
+        "optimize",
     )  # fmt: skip
 
     def identity(self) -> dict[str, Any]:
@@ -235,6 +247,42 @@ class RunStore:
     def superseded(self) -> list[ResultRecord]:
         """Errored attempts of planned samples that a resume replaced (kept for their spend)."""
         return self._in_plan(_records(self.dir / SUPERSEDED))
+
+    def optimizations(self) -> list[ResultRecord]:
+        """The attempts at the optimisation step (``task_id`` "optimize"), failed ones too."""
+        return list(_records(self.dir / OPTIMIZATION))
+
+    def append_optimization(self, record: ResultRecord, trace: dict[str, Any]) -> None:
+        """Write one attempt at the optimisation step (its trace first, as for samples)."""
+        for name, row in (
+            (OPTIMIZATION_TRACES, trace),
+            (OPTIMIZATION, record.model_dump(mode="json")),
+        ):
+            with (self.dir / name).open("ab") as f:
+                _append_whole(f, _line(row))
+
+    def learned_state(self) -> tuple[bool, dict[str, Any] | None]:
+        """(whether the optimisation step has saved its result, the method's learned state)."""
+        path = self.dir / LEARNED_STATE
+        if not path.exists():
+            return False, None
+        try:
+            saved = orjson.loads(path.read_bytes())
+            return True, saved["state"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise ConfigError(
+                f"{path}: unreadable learned state; delete it to optimise again"
+            ) from None
+
+    def write_learned_state(self, state: dict[str, Any] | None, **about: Any) -> None:
+        """Save the method's learned state (and ``about`` it) at once: never half a file."""
+        try:
+            data = orjson.dumps(
+                {**about, "state": state}, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
+            )
+        except TypeError as exc:
+            raise ConfigError(f"the method's learned state is not JSON: {exc}") from None
+        write_atomically(self.dir / LEARNED_STATE, data)
 
     def traces(self, task_id: str | None = None) -> Iterator[dict[str, Any]]:
         for _, row in _read_lines(self.dir / TRACES, ("task_id", "repeat")):

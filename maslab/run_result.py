@@ -4,7 +4,7 @@ row per sample (what ``to_pandas()`` and ``maslab export`` give)."""
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,17 +109,21 @@ class RunResult:
     manifest: Manifest
     records: list[ResultRecord]
     superseded: list[ResultRecord]
+    optimization: list[ResultRecord] = field(default_factory=list)
+    """The attempts at the optimisation step (``--optimize-on``), its cost apart."""
 
     @classmethod
     def read(cls, store: RunStore) -> RunResult:
-        return cls(store.dir, store.manifest(), store.results(), store.superseded())
+        return cls(
+            store.dir, store.manifest(), store.results(), store.superseded(), store.optimizations()
+        )
 
     @cached_property
     def summary(self) -> Summary:
         """Accuracy with its interval, errors, cost per sample (see :class:`Summary`)."""
         from maslab.stats import summarize
 
-        return summarize(self.records, superseded=self.superseded)
+        return summarize(self.records, superseded=self.superseded, optimization=self.optimization)
 
     @property
     def accuracy(self) -> float:
@@ -156,6 +160,11 @@ class RunResult:
             ("samples", f"{s.n} of {self.planned} done: {s.correct} correct, "
                         f"{s.unparsed} unparsed, {s.errors} errors"),
             ("per sample", f"{s.mean_tokens:,.0f} tokens, {s.mean_calls:.1f} calls"),
+            *(
+                [("optimisation", opt.removeprefix("optimisation: "))]
+                if (opt := s.describe_optimization())
+                else []
+            ),
             ("dir", str(self.dir)),
         ]  # fmt: skip
 

@@ -14,6 +14,7 @@ cannot be reached (or refuses the credentials or the model) stops early and says
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import platform
 import subprocess
@@ -44,8 +45,22 @@ UNREACHABLE_AFTER = 3
 _ENDPOINT_STATUSES = {401, 403, 404}  # credentials or model refused: no sample can succeed
 
 
+OPTIMIZE_ID = "optimize"  # the optimisation step's sample id: its context, record and trace
+
+
 class EndpointUnreachable(MaslabError):
     """The run's first samples all failed to reach the model; it stopped before spending more."""
+
+
+class OptimizationFailed(MaslabError):
+    """The optimisation step raised; its spend is recorded, nothing learned was saved."""
+
+
+def question_hash(task: Task) -> str:
+    """A hash of the task's question text (whitespace and case folded), to find duplicates
+    across splits whatever their ids."""
+    text = " ".join(task.question.split()).casefold()
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _endpoint_failure(exc: BaseException) -> bool:
@@ -83,6 +98,9 @@ class RunConfig(BaseModel):
         strict_sandbox: Refuse to start where model-written code cannot run fully isolated.
         native: Let methods and judges use what a model does natively (structured output,
             tool calls); False keeps every call on the text protocol, for comparisons.
+        optimize_on: A split of the benchmark the method learns from (its ``optimize``) before
+            the test samples; it may share no task with ``split`` (by id or question text).
+        optimize_limit: Optimise on the first ``optimize_limit`` tasks of ``optimize_on``.
         out: The run directory (created, or resumed).
     """
 
@@ -112,6 +130,8 @@ class RunConfig(BaseModel):
     cache: str | None = None
     strict_sandbox: bool = False
     native: bool = True
+    optimize_on: str | None = None
+    optimize_limit: int | None = Field(None, ge=1)
     out: str
 
     @field_validator("sampling")
@@ -145,7 +165,13 @@ _MANIFEST_FIELDS = {
 }  # fmt: skip
 
 
-def _manifest(config: RunConfig, tasks: list[Task], dataset_hash: str, evaluator: str) -> Manifest:
+def _manifest(
+    config: RunConfig,
+    tasks: list[Task],
+    dataset_hash: str,
+    evaluator: str,
+    optimize: dict[str, Any],
+) -> Manifest:
     return Manifest(
         **config.model_dump(include=_MANIFEST_FIELDS),
         dataset_hash=dataset_hash,
@@ -159,6 +185,7 @@ def _manifest(config: RunConfig, tasks: list[Task], dataset_hash: str, evaluator
         python=platform.python_version(),
         evaluator_options={k: str(v) for k, v in config.evaluator_options.items()},
         sandbox={**protections(), "strict": config.strict_sandbox},
+        optimize=optimize,
     )
 
 
@@ -188,6 +215,10 @@ class Runner:
         self.tasks = every[: config.limit]
         self.method: Method = get_method(config.method)(config.method_config)
         self.method.check_model_roles(config.model_roles)
+        self.optimize_tasks: list[Task] = []
+        optimize: dict[str, Any] = {}
+        if config.optimize_on is not None:
+            self.optimize_tasks, optimize = self._optimize_split(every)
         self.evaluator_name = config.evaluator or self.benchmark.evaluator
         self.models = ModelPool(
             endpoints=config.endpoints, cache=config.cache, native=config.native
@@ -204,9 +235,39 @@ class Runner:
             self.models.get(spec)  # a bad spec or a missing key fails here, not per sample
         self.store = RunStore(config.out)
         self.todo: list[tuple[Task, int]] | None = None
-        self.manifest = _manifest(config, self.tasks, self.dataset_hash, self.evaluator_name)
+        self.manifest = _manifest(
+            config, self.tasks, self.dataset_hash, self.evaluator_name, optimize
+        )
         self._succeeded = False
         self._endpoint_failures = 0
+
+    def _optimize_split(self, test: list[Task]) -> tuple[list[Task], dict[str, Any]]:
+        """The optimisation step's tasks and their part of the run's identity; a one-line
+        error when the method learns nothing or the split shares a task with the test split
+        ``test`` (the same split, a shared id or the same question text)."""
+        config = self.config
+        split = config.optimize_on
+        if not self.method.learns():
+            raise ConfigError(f"{config.method} has nothing to learn (no optimize step)")
+        if split == config.split:
+            raise ConfigError(f"the optimisation split {split!r} is the test split")
+        every = self.benchmark.load(split, seed=config.seed if config.shuffle else None)
+        tasks = every[: config.optimize_limit]
+        ids, questions = {t.id for t in test}, {question_hash(t) for t in test}
+        shared = [t for t in tasks if t.id in ids or question_hash(t) in questions]
+        if shared:
+            raise ConfigError(
+                f"the optimisation split {split!r} shares {len(shared)} of its {len(tasks)} "
+                f"tasks with the test split {config.split!r} (by id or question, first "
+                f"{shared[0].id}): optimise on tasks the run does not score"
+            )
+        identity = {
+            "split": split,
+            "limit": config.optimize_limit,
+            "dataset_hash": self.benchmark.dataset_hash(every),
+            "task_ids": [t.id for t in tasks],
+        }
+        return tasks, identity
 
     def _check_golds(self) -> None:
         """Every task's gold must be one the evaluator can score, before anything is spent."""
@@ -239,6 +300,8 @@ class Runner:
         calls = asyncio.Semaphore(self.config.concurrency)
         samples = asyncio.Semaphore(self.config.concurrency)
         try:
+            if self.config.optimize_on is not None:
+                await self._optimize(calls)
             await _all_or_first_failure(self._sample(t, r, calls, samples) for t, r in todo)
         finally:
             self.store.close()
@@ -246,28 +309,74 @@ class Runner:
             await self.evaluator.aclose()
         return self.store.results()
 
+    async def _optimize(self, calls: asyncio.Semaphore) -> None:
+        """The optimisation step: load the learned state a previous attempt saved, or run the
+        method's ``optimize`` in a context of its own, record its spend (whatever happens)
+        and save what it learned, atomically."""
+        saved, state = self.store.learned_state()
+        if saved:
+            if state is not None:
+                self.method.load_learned_state(state)
+            return
+        config = self.config
+        ctx = self._context(OPTIMIZE_ID, 0, calls, budget=None)
+        started = time.monotonic()
+        failure: BaseException | None = None
+        try:
+            await self.method.optimize(self.optimize_tasks, ctx)
+        except BaseException as exc:  # recorded below; an interrupt propagates as it is
+            failure = exc
+        await ctx.settle()
+        record = ResultRecord(
+            task_id=OPTIMIZE_ID,
+            status="ok" if failure is None else "error",
+            error=None if failure is None else _describe(failure),
+            metadata={"split": config.optimize_on, "tasks": len(self.optimize_tasks)},
+            elapsed_s=time.monotonic() - started,
+            **usage_fields(ctx),
+        )
+        self.store.append_optimization(record, self._trace(OPTIMIZE_ID, 0, None, ctx))
+        if isinstance(failure, Exception):
+            raise OptimizationFailed(
+                f"the optimisation step on {config.optimize_on!r} failed ({_describe(failure)}); "
+                "nothing learned was saved: fix it and re-run"
+            ) from failure
+        if failure is not None:
+            raise failure
+        self.store.write_learned_state(
+            self.method.learned_state(),
+            method=config.method,
+            split=config.optimize_on,
+            tasks=len(self.optimize_tasks),
+        )
+
+    def _context(
+        self, sample_id: str, repeat: int, calls: asyncio.Semaphore, budget: Budget | None
+    ) -> Context:
+        config = self.config
+        return Context(
+            config.model,
+            models=self.models,
+            sample_id=sample_id,
+            repeat=repeat,
+            seed=config.seed,
+            budget=budget,
+            sampling=config.sampling,
+            model_roles=config.model_roles,
+            gate=calls,
+        )
+
     async def _sample(
         self, task: Task, repeat: int, calls: asyncio.Semaphore, samples: asyncio.Semaphore
     ) -> None:
         async with samples:
-            config = self.config
-            ctx = Context(
-                config.model,
-                models=self.models,
-                sample_id=task.id,
-                repeat=repeat,
-                seed=config.seed,
-                budget=config.budget(),
-                sampling=config.sampling,
-                model_roles=config.model_roles,
-                gate=calls,
-            )
+            ctx = self._context(task.id, repeat, calls, self.config.budget())
             started = time.monotonic()
             record, failure = await self._solve_and_score(task, ctx)
             record = record.model_copy(
                 update={**usage_fields(ctx), "elapsed_s": time.monotonic() - started}
             )
-            self.store.append(record, self._trace(task, repeat, ctx))
+            self.store.append(record, self._trace(task.id, repeat, task.prompt(), ctx))
             if self.listener is not None:
                 self.listener(record)
             self._watch_endpoint(record, failure)
@@ -306,11 +415,11 @@ class Runner:
         ), None
 
     @staticmethod
-    def _trace(task: Task, repeat: int, ctx: Context) -> dict[str, Any]:
+    def _trace(task_id: str, repeat: int, prompt: str | None, ctx: Context) -> dict[str, Any]:
         return {
-            "task_id": task.id,
+            "task_id": task_id,
             "repeat": repeat,
-            "prompt": task.prompt(),
+            "prompt": prompt,
             "calls": [r.to_dict() for r in ctx.ledger.records],
             "messages": [m.model_dump(mode="json") for m in ctx.transcript],
             "topology": ctx.topology.to_dict() if ctx.topology is not None else None,

@@ -27,7 +27,7 @@ def show_run(
     completion tokens) adds the cost per sample, each model at its own price."""
     manifest = store.manifest()
     records = sorted(store.results(), key=lambda r: (r.task_id, r.repeat))
-    s = summarize(records, superseded=store.superseded())
+    s = summarize(records, superseded=store.superseded(), optimization=store.optimizations())
     console.print(
         f"[bold]{manifest.method}[/] on [bold]{manifest.benchmark}[/] with {manifest.model}: "
         f"{s.describe_accuracy()} over {s.design} · "
@@ -47,6 +47,8 @@ def show_run(
         console.print(repeats)
     if errors := s.describe_errors():
         console.print(f"errors: {escape(errors)}")
+    if optimization := s.describe_optimization():
+        console.print(escape(optimization))
     headers = ("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls")
     table = Table(*(Column(h, overflow="fold") for h in headers))
     for r in records:

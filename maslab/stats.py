@@ -154,8 +154,11 @@ class Summary:
     Cost means are per record and cover the method's calls only. Tokens are *consumed* tokens
     (newly spent plus replayed from the response cache), so a warm cache does not make a method
     look cheaper; ``mean_spent_tokens`` and ``mean_cached_tokens`` split them. Scoring calls (an
-    LLM judge) are reported apart in ``mean_scoring_tokens``. ``total_served_tokens`` is every
-    newly spent token of the run (method and scoring), superseded attempts included.
+    LLM judge) are reported apart in ``mean_scoring_tokens``, and so is the optimisation step
+    (``--optimize-on``): ``optimize_calls`` and ``optimize_tokens`` (tokens used, scoring
+    included) over all its attempts, never in the per-sample means. ``total_served_tokens`` is
+    every newly spent token of the run (method and scoring), superseded attempts and the
+    optimisation step included.
     ``estimated_calls`` counts the records' calls (method and scoring) whose token usage the
     server did not report.
     """
@@ -188,6 +191,20 @@ class Summary:
     """(cause, errored records), most frequent first (see :func:`error_causes`)."""
     graded: bool = True
     """False when every score is a measurement, not a verdict (:attr:`Score.measurement`)."""
+    optimize_attempts: int = 0
+    optimize_calls: int = 0
+    optimize_tokens: int = 0
+
+    def describe_optimization(self) -> str | None:
+        """'optimisation: 12 calls, 3,456 tokens' (its attempts, if more than one); None
+        without an optimisation step."""
+        if not self.optimize_attempts:
+            return None
+        attempts = f" over {self.optimize_attempts} attempts" if self.optimize_attempts > 1 else ""
+        return (
+            f"optimisation: {self.optimize_calls:,} calls, {self.optimize_tokens:,} tokens"
+            f"{attempts} (not in the per-sample cost)"
+        )
 
     def describe_accuracy(self) -> str:
         """ "54.0% [50.1%, 57.9%]" (accuracy and interval), or why the run has none."""
@@ -287,6 +304,7 @@ def summarize(
     records: Sequence[ResultRecord],
     *,
     superseded: Sequence[ResultRecord] = (),
+    optimization: Sequence[ResultRecord] = (),
     confidence: float = 0.95,
 ) -> Summary:
     """Summarize one run's records (one per task and repeat).
@@ -295,6 +313,8 @@ def summarize(
         records: The run's results (:meth:`RunStore.results`).
         superseded: Errored attempts that a resume replaced: they count only toward
             ``total_served_tokens``.
+        optimization: The attempts at the optimisation step (:meth:`RunStore.optimizations`):
+            their own figures, and toward ``total_served_tokens``.
         confidence: The coverage of the accuracy interval.
     """
     n = len(records)
@@ -309,7 +329,8 @@ def summarize(
     def by_model(model: str, keys: Iterable[str]) -> float:
         return mean(_total((r.usage_by_model.get(model, {}) for r in records), keys))
 
-    served = [u for r in (*records, *superseded) for u in (r.usage, r.scoring_usage)]
+    served = [u for r in (*records, *superseded, *optimization) for u in (r.usage, r.scoring_usage)]
+    optimizing = [u for r in optimization for u in (r.usage, r.scoring_usage)]
     scores = [r.score for r in records if r.score is not None]
     return Summary(
         n=n,
@@ -339,6 +360,9 @@ def summarize(
         consumed_by_model={m: (by_model(m, _PROMPT), by_model(m, _COMPLETION)) for m in models},
         per_task={task: (len(v), sum(v)) for task, v in outcomes.items()},
         error_causes=error_causes(records),
+        optimize_attempts=len(optimization),
+        optimize_calls=round(_total(optimizing, ["calls"])),
+        optimize_tokens=round(_total(optimizing, SPENT_KEYS + CACHED_KEYS)),
     )
 
 

@@ -8,7 +8,7 @@ methods:
   - {name: mad, model_roles: {judge: openai:gpt-4o}, label: mad-gpt4o-judge}
 benchmarks:
   - gsm8k
-  - {name: arith, options: {difficulty: 4}}
+  - {name: arith, options: {difficulty: 4}, optimize_on: dev, optimize_limit: 20}
 limit: 50
 repeats: 1
 sampling: {temperature: 0.5, max_tokens: 2048}
@@ -18,6 +18,10 @@ judge_model: openai:gpt-4o-mini
 A file is checked as a whole (names, configs, providers, endpoint aliases) before anything runs.
 What only the environment can make right (an API key variable, a dataset) is checked per cell,
 by the caller, so one missing piece sets aside only the cells that need it.
+
+A benchmark's ``optimize_on`` (and ``optimize_limit``) gives the methods that learn (those with
+an ``optimize`` step) an optimisation step on that split (``maslab run --optimize-on``); the
+other methods run without one.
 """
 
 from __future__ import annotations
@@ -94,6 +98,8 @@ class BenchmarkCell(BaseModel):
     data: str | None = None
     split: str = defaults.SPLIT
     limit: int | None = Field(None, ge=1)
+    optimize_on: str | None = None
+    optimize_limit: int | None = Field(None, ge=1)
 
     @field_validator("name")
     @classmethod
@@ -191,6 +197,7 @@ class Sweep(BaseModel):
             label = method.label or method.name
             slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
             caps = [n for n in (bench.limit or self.limit, limit) if n is not None]
+            learns = get_method(method.name).learns()
             config = RunConfig(
                 method=method.name,
                 method_config=method.config,
@@ -213,6 +220,8 @@ class Sweep(BaseModel):
                 cache=cache,
                 strict_sandbox=self.strict_sandbox,
                 native=self.native,
+                optimize_on=bench.optimize_on if learns else None,
+                optimize_limit=bench.optimize_limit if learns else None,
                 out=str(Path(self.out) / bench.name / label / slug),
             )
             cells.append(Cell(bench.name, method.name, label, model, config))

@@ -60,8 +60,9 @@ Deviations:
 - Code tasks: the paper adds judge agents (Tester, Reflector, Debugger, QualityManager) and
   code execution; they are left out, so code tasks run the plain network.
 - The default team (Assistant, Mathematician, Economist, Programmer) is our choice; the pool
-  default is the paper's MMLU pool of seven roles. The team chosen by ``optimize`` lives on
-  the method instance only (not saved to disk, not shared across runs).
+  default is the paper's MMLU pool of seven roles. The team chosen by ``optimize`` and the
+  pool's importance scores are the method's learned state: ``maslab run --optimize-on``
+  saves them in the run directory and a resumed run reloads them.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_v
 from maslab.agents import Agent
 from maslab.aggregation import answer_key, majority_decision
 from maslab.context import Context
+from maslab.errors import ConfigError
 from maslab.method import Method, MethodConfig, register_method
 from maslab.parsing import Text, parse_model
 from maslab.roles import numbered
@@ -419,3 +421,21 @@ class DyLAN(Method):
         }
         ranked = sorted(range(len(cfg.pool)), key=lambda i: -self.pool_importance[cfg.pool[i]])
         self.optimized_team = tuple(cfg.pool[i] for i in sorted(ranked[: cfg.team_size]))
+
+    def learned_state(self) -> dict[str, Any] | None:
+        """The team ``optimize`` chose and the pool's mean importance (None before it ran)."""
+        if self.optimized_team is None:
+            return None
+        return {"team": list(self.optimized_team), "pool_importance": self.pool_importance}
+
+    def load_learned_state(self, state: Mapping[str, Any]) -> None:
+        team, importance = state.get("team"), state.get("pool_importance")
+        if (
+            not isinstance(team, list)
+            or not team
+            or any(role not in self.config.pool for role in team)
+            or not isinstance(importance, dict)
+        ):
+            raise ConfigError("dylan learned state: expected a team of pool roles and scores")
+        self.optimized_team = tuple(team)
+        self.pool_importance = {str(k): float(v) for k, v in importance.items()}

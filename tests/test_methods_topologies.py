@@ -345,10 +345,10 @@ def learning_script(request):
 async def train(tmp_path, seed, name):
     path = tmp_path / name
     method = get_method("goagent")(
-        selector="learned", selector_path=str(path), rounds=1, train_epochs=8, seed=seed
+        selector="learned", selector_path=str(path), rounds=1, train_epochs=8
     )
     tasks = [TASK, TASK.model_copy(update={"id": "t2", "question": "What is 40 + 2?"})]
-    ctx = Context(ScriptedModel(learning_script))
+    ctx = Context(ScriptedModel(learning_script), seed=seed)
     await method.optimize(tasks, ctx)
     return method, path, ctx
 
@@ -360,19 +360,23 @@ async def test_goagent_optimize_trains_the_learned_selector_deterministically(tm
     saved = json.loads(path.read_text())
     policy = saved["domains"]["math word problems"]
     assert [g["name"] for g in policy["pool"]] == ["bad_one", "good", "bad_two"]
-    logits = policy["group_logits"]
+    logits = dict(zip(policy["choices"]["options"], policy["choices"]["logits"][0], strict=True))
     assert logits["good"] > 0 > min(logits["bad_one"], logits["bad_two"])
+    assert saved == method.learned_state()  # the file holds the learned state
     assert sum(r.agent == "pool_builder" for r in ctx.ledger.records) == 1
     assert all(r.agent != "selector" for r in ctx.ledger.records)
 
     # the trained instance and a fresh one loading the file both decode it with no LLM call
-    for solver in (method, get_method("goagent")(selector="learned", selector_path=str(path))):
+    restored = get_method("goagent")(selector="learned")  # a run's learned_state.json
+    restored.load_learned_state(method.learned_state())
+    from_file = get_method("goagent")(selector="learned", selector_path=str(path))
+    for solver in (method, from_file, restored):
         solve_ctx = Context(ScriptedModel(learning_script))
         solution = await solver.solve(TASK, solve_ctx)
         groups = solution.metadata["selection"]["groups"]
         assert groups[0] == "good"
         assert solution.metadata["selector"] == "learned"
-        assert solution.metadata["selector_file"] == str(path)
+        assert solution.metadata["selector_file"] == solver.config.selector_path
         assert solve_ctx.usage.calls == solver.config.rounds * len(groups) + 1
         assert solution.answer == "The answer is 42."
 
@@ -410,6 +414,6 @@ def test_maslab_run_end_to_end(tmp_path, method):
 
 def test_goagent_rejects_a_malformed_selector_file(tmp_path):
     path = tmp_path / "selector.json"
-    path.write_text('{"format": "goagent-selector/1", "domains": {"math": {"pool": []}}}')
+    path.write_text('{"format": "goagent-selector/2", "domains": {"math": {"pool": []}}}')
     with pytest.raises(ConfigError, match="empty group pool"):
         get_method("goagent")(selector="learned", selector_path=str(path))

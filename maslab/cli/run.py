@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 # the run options as error messages spell them
 FLAGS = {"config": "--config", "bench_options": "--bench-option", "judge_model": "--judge-model",
          "evaluator_options": "--evaluator-option", "out": "--out",
-         "model_roles": "--model-role"}  # fmt: skip
+         "model_roles": "--model-role", "optimize_on": "--optimize-on",
+         "optimize_limit": "--optimize-limit"}  # fmt: skip
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:
@@ -62,6 +63,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         out=args.out,
         strict_sandbox=args.strict_sandbox,
         native=not args.no_native,
+        optimize_on=args.optimize_on,
+        optimize_limit=args.optimize_limit,
         flags=FLAGS,
     )
 
@@ -101,6 +104,8 @@ def _print_summary(result: RunResult) -> None:
         console.print(f"  repeats: {repeats}")
     if errors := s.describe_errors():
         console.print(f"  errors: {escape(errors)}")
+    if optimization := s.describe_optimization():
+        console.print(f"  {escape(optimization)}")
     console.print(
         f"  per sample: {s.mean_tokens:,.0f} tokens used ({s.mean_spent_tokens:,.0f} newly spent, "
         f"{s.mean_cached_tokens:,.0f} replayed from cache), {s.mean_calls:.1f} calls, "
@@ -109,8 +114,8 @@ def _print_summary(result: RunResult) -> None:
     )
     estimated = f" ({s.estimated_calls} calls estimated)" if s.estimated_calls else ""
     console.print(
-        f"  served: {s.total_served_tokens:,} tokens in all{estimated}, scoring and superseded "
-        "attempts included"
+        f"  served: {s.total_served_tokens:,} tokens in all{estimated}, scoring, superseded "
+        "attempts and optimisation included"
     )
     console.print(f"  results: {result.dir}")
 
@@ -130,6 +135,15 @@ def run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", default=defaults.SPLIT)
     p.add_argument("--data", type=Path, help="local data file (JSON, JSONL, Parquet)")
     p.add_argument("--limit", type=COUNT)
+    p.add_argument(
+        "--optimize-on",
+        metavar="SPLIT",
+        help="let the method learn (its optimize step) on this split before the test samples; "
+        "it may share no task with --split",
+    )
+    p.add_argument(
+        "--optimize-limit", type=COUNT, help="optimise on the first N tasks of --optimize-on"
+    )
     p.add_argument(
         "--shuffle", action="store_true", help="shuffle tasks with --seed before --limit"
     )

@@ -21,7 +21,10 @@ Algorithm:
      new one (the likeliest edge if none, so the graph stays connected). ``optimize`` trains
      it by REINFORCE on validation accuracy minus ``sparsity`` per chosen group and edge (an
      information-bottleneck-like pressure towards small graphs), with the batch mean as
-     baseline, and saves it with the pool it was trained on in ``selector_path``.
+     baseline (:mod:`maslab.policy`; draws from a generator seeded by the run seed). The
+     trained policies, with the pools they were trained on, are the method's learned state
+     (``maslab run --optimize-on``) and are also written to ``selector_path`` if set, which a
+     later instance loads.
 3. Execution for R rounds. Agents are ordered group by group in topological order; an edge
    pointing forward in that order acts within the round (spatial), one pointing backward
    (inside a star or complete group) carries the previous round's output (temporal). In
@@ -62,7 +65,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -93,6 +95,8 @@ from maslab.methods.goagent.selection import (
     validate_selection,
 )
 from maslab.parsing import parse_json_object
+from maslab.policy import mean_baseline, policy_rng
+from maslab.results import write_atomically
 from maslab.task import Solution, Task
 from maslab.topology import Topology
 
@@ -132,7 +136,6 @@ class GoAgent(Method):
         train_epochs: int = Field(5, ge=1)
         learning_rate: float = Field(1.0, gt=0)
         sparsity: float = Field(0.05, ge=0)
-        seed: int = 0
         evaluator: str | None = None  # None: by answer type (numeric, math, choice, code, exact)
 
     def __init__(
@@ -142,8 +145,9 @@ class GoAgent(Method):
         self._pools: dict[str, Pool] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._policies: dict[str, GroupPolicy] = {}
-        if self.config.selector_path:
-            self._load_policies(self.config.selector_path)
+        path = self.config.selector_path
+        if path and (state := read_json(path, "learned selector")):
+            self._load(state, path, "selector file")
 
     def domain(self, task: Task) -> str:
         return str(
@@ -194,23 +198,25 @@ class GoAgent(Method):
         )
         return validate_selection(parse_json_object(reply.content), pool, cfg.max_groups)
 
-    def _load_policies(self, path: str) -> None:
-        data = read_json(path, "learned selector")
-        if not data:
-            return
-        if data.get("format") != SELECTOR_FORMAT or not isinstance(data.get("domains"), dict):
-            raise ConfigError(f"{path}: not a {SELECTOR_FORMAT} file")
-        for domain, entry in data["domains"].items():
-            policy = GroupPolicy.from_json(entry, path)
-            self._policies[domain] = policy
-            self._pools[domain] = Pool(policy.pool, "selector file")
-
-    def _save_policies(self, path: str) -> None:
-        data = {
+    def learned_state(self) -> dict[str, Any] | None:
+        """The trained per-domain policies with their pools (None: nothing trained)."""
+        if not self._policies:
+            return None
+        return {
             "format": SELECTOR_FORMAT,
             "domains": {d: p.to_json() for d, p in sorted(self._policies.items())},
         }
-        Path(path).write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+
+    def load_learned_state(self, state: Mapping[str, Any]) -> None:
+        self._load(state, "learned state", "learned state")
+
+    def _load(self, state: Mapping[str, Any], where: str, source: str) -> None:
+        if state.get("format") != SELECTOR_FORMAT or not isinstance(state.get("domains"), dict):
+            raise ConfigError(f"{where}: not a {SELECTOR_FORMAT} learned selector")
+        for domain, entry in state["domains"].items():
+            policy = GroupPolicy.from_json(entry, where)
+            self._policies[domain] = policy
+            self._pools[domain] = Pool(policy.pool, source)
 
     # -- execution -----------------------------------------------------------------------------
 
@@ -283,14 +289,15 @@ class GoAgent(Method):
     async def optimize(self, tasks: Sequence[Task], ctx: Context) -> None:
         """Train the learned selector by REINFORCE (no-op for ``selector="llm"``).
 
-        Each epoch samples one selection per task (seeded by ``seed``), runs them all, and
-        moves every sampled choice's logits by its reward (score − sparsity · size) minus the
-        batch mean. The result is saved to ``selector_path`` if set.
+        Each epoch samples one selection per task (from a generator seeded by the run seed,
+        ``ctx.seed``), runs them all, and moves every sampled choice's logits by its reward
+        (score − sparsity · size) minus the batch mean. The result is the method's learned
+        state, also written to ``selector_path`` if set.
         """
         cfg = self.config
         if cfg.selector != "learned" or not tasks:
             return
-        rng = random.Random(cfg.seed)
+        rng = policy_rng(ctx.seed, "goagent")
         evaluators: dict[str, Evaluator] = {}
         try:
             for _ in range(cfg.train_epochs):
@@ -298,7 +305,7 @@ class GoAgent(Method):
                 for task in tasks:
                     domain = self.domain(task)
                     pool, _ = await self.pool(domain, ctx)
-                    policy = self._policies.setdefault(domain, GroupPolicy(pool.groups))
+                    policy = self._policies.setdefault(domain, GroupPolicy.new(pool.groups))
                     selection, trace = policy.decode(cfg.max_groups, rng)
                     batch.append((task, policy, selection, trace))
                 outcomes = await asyncio.gather(
@@ -311,11 +318,12 @@ class GoAgent(Method):
                         evaluators[name] = get_evaluator(name)()
                     score = await evaluators[name].score(task, decision.content, ctx=ctx)
                     rewards.append(score.value - cfg.sparsity * selection.size())
-                baseline = sum(rewards) / len(rewards)
-                for (_, policy, _, trace), reward in zip(batch, rewards, strict=True):
-                    policy.reinforce(trace, reward - baseline, cfg.learning_rate)
+                advantages = mean_baseline(rewards)
+                for (_, policy, _, trace), advantage in zip(batch, advantages, strict=True):
+                    policy.reinforce(trace, float(advantage), cfg.learning_rate)
         finally:
             for evaluator in evaluators.values():
                 await evaluator.aclose()
         if cfg.selector_path:
-            self._save_policies(cfg.selector_path)
+            state = json.dumps(self.learned_state(), indent=2, sort_keys=True)
+            write_atomically(Path(cfg.selector_path), state.encode())

@@ -1,123 +1,89 @@
-"""GoAgent's learned selector: a per-domain policy over groups and edges, trained by REINFORCE."""
+"""GoAgent's learned selector: a per-domain policy over groups and edges (see
+:mod:`maslab.policy`), trained by REINFORCE."""
 
 from __future__ import annotations
 
-import math
-import random
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import permutations
 from typing import Any
+
+import numpy as np
 
 from maslab.errors import ConfigError
 from maslab.methods.goagent.pool import Group, groups_from
 from maslab.methods.goagent.selection import Selection
+from maslab.policy import ChoicePolicy, ChoiceStep, EdgePolicy, EdgeStep
 
-SELECTOR_FORMAT = "goagent-selector/1"
+SELECTOR_FORMAT = "goagent-selector/2"
+END = "<end>"  # the option that stops adding groups
+NEXT = "next"  # the policy's one slot: which group comes next
 
-
-def sigmoid(x: float) -> float:
-    return 0.5 * (1 + math.tanh(x / 2))  # no overflow for large |x|
-
-
-def softmax(xs: Sequence[float]) -> list[float]:
-    top = max(xs)
-    exps = [math.exp(x - top) for x in xs]
-    return [e / sum(exps) for e in exps]
-
-
-@dataclass(frozen=True)
-class GroupStep:
-    options: tuple[str | None, ...]  # None is END
-    probs: tuple[float, ...]
-    chosen: int
-
-
-@dataclass(frozen=True)
-class EdgeStep:
-    key: str
-    prob: float
-    taken: bool
+Step = ChoiceStep | EdgeStep
 
 
 @dataclass
 class GroupPolicy:
-    """The learned selector of one domain: group, END and edge logits over its pool."""
+    """The learned selector of one domain: a softmax over its pool's groups and END (one slot,
+    the unchosen groups available) and a Bernoulli per ordered pair of groups (the edge)."""
 
     pool: list[Group]
-    group_logits: dict[str, float] = field(default_factory=dict)
-    end_logit: float = 0.0
-    edge_logits: dict[str, float] = field(default_factory=dict)  # "a->b"
+    choices: ChoicePolicy
+    edges: EdgePolicy
+
+    @classmethod
+    def new(cls, pool: list[Group]) -> GroupPolicy:
+        names = [g.name for g in pool]
+        return cls(
+            pool, ChoicePolicy([NEXT], [*names, END]), EdgePolicy(list(permutations(names, 2)))
+        )
 
     def decode(
-        self, max_groups: int, rng: random.Random | None = None
-    ) -> tuple[Selection, list[GroupStep | EdgeStep]]:
+        self, max_groups: int, rng: np.random.Generator | None = None
+    ) -> tuple[Selection, list[Step]]:
         """Sample a selection with ``rng``, or take the likeliest choices without one."""
         names = [g.name for g in self.pool]
         chosen: list[str] = []
         edges: list[tuple[str, str]] = []
-        trace: list[GroupStep | EdgeStep] = []
+        trace: list[Step] = []
         while len(chosen) < min(max_groups, len(names)):
-            options = [n for n in names if n not in chosen] + ([None] if chosen else [])
-            logits = [
-                self.end_logit if o is None else self.group_logits.get(o, 0.0) for o in options
-            ]
-            probs = softmax(logits)
-            k = (
-                rng.choices(range(len(options)), weights=probs)[0]
-                if rng
-                else probs.index(max(probs))
-            )
-            trace.append(GroupStep(tuple(options), tuple(probs), k))
-            new = options[k]
-            if new is None:
+            available = [name not in chosen for name in names] + [bool(chosen)]
+            step = self.choices.sample(NEXT, rng, available=available)
+            trace.append(step)
+            if step.chosen == len(names):  # END
                 break
-            incoming = []
-            for prev in chosen:
-                key = f"{prev}->{new}"
-                prob = sigmoid(self.edge_logits.get(key, 0.0))
-                taken = rng.random() < prob if rng else prob > 0.5
-                trace.append(EdgeStep(key, prob, taken))
-                if taken:
-                    incoming.append((prev, new))
+            new = names[step.chosen]
+            draws = self.edges.sample(rng, [(prev, new) for prev in chosen])
+            trace += draws
+            incoming = [draw.edge for draw in draws if draw.taken]
             if chosen and not incoming:  # keep the graph connected: the likeliest edge
-                prev = max(chosen, key=lambda c: self.edge_logits.get(f"{c}->{new}", 0.0))
-                incoming.append((prev, new))
+                incoming.append(max(((c, new) for c in chosen), key=self.edges.probability))
             edges += incoming
             chosen.append(new)
         return Selection(tuple(chosen), tuple(edges)), trace
 
-    def reinforce(self, trace: Sequence[GroupStep | EdgeStep], advantage: float, lr: float) -> None:
+    def reinforce(self, trace: list[Step], advantage: float, lr: float) -> None:
         """One REINFORCE step: logits += lr · advantage · ∇ log π(trace)."""
-        for step in trace:
-            if isinstance(step, EdgeStep):
-                grad = float(step.taken) - step.prob
-                self.edge_logits[step.key] = (
-                    self.edge_logits.get(step.key, 0.0) + lr * advantage * grad
-                )
-                continue
-            for i, (option, prob) in enumerate(zip(step.options, step.probs, strict=True)):
-                delta = lr * advantage * (float(i == step.chosen) - prob)
-                if option is None:
-                    self.end_logit += delta
-                else:
-                    self.group_logits[option] = self.group_logits.get(option, 0.0) + delta
+        self.choices.reinforce([s for s in trace if isinstance(s, ChoiceStep)], advantage, lr)
+        self.edges.reinforce([s for s in trace if isinstance(s, EdgeStep)], advantage, lr)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pool": [g.model_dump(mode="json") for g in self.pool],
-            "group_logits": self.group_logits,
-            "end_logit": self.end_logit,
-            "edge_logits": self.edge_logits,
+            "choices": self.choices.to_json(),
+            "edges": self.edges.to_json(),
         }
 
     @classmethod
-    def from_json(cls, data: Any, path: str) -> GroupPolicy:
+    def from_json(cls, data: Any, where: str) -> GroupPolicy:
         try:
-            return cls(
-                pool=groups_from(data["pool"], path),
-                group_logits={str(k): float(v) for k, v in data["group_logits"].items()},
-                end_logit=float(data["end_logit"]),
-                edge_logits={str(k): float(v) for k, v in data["edge_logits"].items()},
+            pool = groups_from(data["pool"], where)
+            policy = cls(
+                pool,
+                ChoicePolicy.from_json(data["choices"], where),
+                EdgePolicy.from_json(data["edges"], where),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ConfigError(f"{path}: malformed learned selector ({exc!r})") from None
+        except (KeyError, TypeError) as exc:
+            raise ConfigError(f"{where}: malformed learned selector ({exc!r})") from None
+        if policy.choices.options != [*(g.name for g in pool), END]:
+            raise ConfigError(f"{where}: the learned selector's options are not its pool's groups")
+        return policy

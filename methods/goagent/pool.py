@@ -126,4 +126,4 @@ def groups_from(data: Any, path: str) -> list[Group]:
 @dataclass(frozen=True)
 class Pool:
     groups: list[Group]
-    source: str  # "llm", "pool file", "selector file" or "builtin (...)"
+    source: str  # "llm", "pool file", "selector file", "learned state", "builtin (...)"

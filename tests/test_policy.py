@@ -1,0 +1,194 @@
+"""maslab.policy: exact update arithmetic, estimators, learning on toy problems, JSON."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+import maslab.policy
+from maslab.errors import ConfigError
+from maslab.policy import (
+    ChoicePolicy,
+    EdgePolicy,
+    EdgeStep,
+    edge_credit,
+    group_relative,
+    mean_baseline,
+    policy_rng,
+    sigmoid,
+)
+from maslab.topology import Topology
+
+NODES = ["a", "b", "c"]
+BAD = ("b", "c")  # the adversarial edge of the toy graph problem
+
+
+# -- estimators, by hand ---------------------------------------------------------------------
+
+
+def test_mean_baseline_subtracts_the_batch_mean():
+    assert mean_baseline([1, 0, 0, 1]).tolist() == [0.5, -0.5, -0.5, 0.5]
+    assert mean_baseline([]).size == 0
+
+
+def test_group_relative_normalises_within_the_group_and_filters_flat_groups():
+    # mean 0.25, population std sqrt(0.1875) = sqrt(3)/4
+    advantages = group_relative([1, 0, 0, 0])
+    assert advantages == pytest.approx(
+        [np.sqrt(3), -1 / np.sqrt(3), -1 / np.sqrt(3), -1 / np.sqrt(3)]
+    )
+    assert group_relative([1, 1, 1]) is None
+    assert group_relative([0.0, 0.0]) is None
+
+
+def test_edge_credit_is_success_with_the_edge_minus_without_it():
+    masks = [[1, 0, 1], [1, 1, 1], [0, 1, 1], [0, 0, 1]]
+    credit = edge_credit(masks, [1, 1, 0, 0])
+    # edge 0: with (1 + 1) / 2, without (0 + 0) / 2; edge 1: 1/2 both ways; edge 2 in every sample
+    assert credit.tolist() == [1.0, 0.0, 0.0]
+    assert edge_credit(masks, [1, 1, 1, 1]) is None
+
+
+# -- updates, by hand ------------------------------------------------------------------------
+
+
+def test_edge_reinforce_moves_each_logit_by_lr_advantage_taken_minus_p():
+    policy = EdgePolicy([("a", "b"), ("b", "c")])
+    steps = [EdgeStep(("a", "b"), 0.5, True), EdgeStep(("b", "c"), 0.5, False)]
+    policy.reinforce(steps, advantage=2.0, lr=0.5)  # ± 0.5 · 2 · 0.5
+    assert policy.logits.tolist() == [0.5, -0.5]
+    assert policy.probabilities() == pytest.approx(1 / (1 + np.exp([-0.5, 0.5])))
+    policy.nudge([1.0, -2.0], lr=0.25)
+    assert policy.logits.tolist() == [0.75, -1.0]
+
+
+def test_choice_reinforce_is_onehot_minus_p_and_features_scale_the_weights():
+    policy = ChoicePolicy(["layer_0"], ["cot", "debate", "reflect"], features=1)
+    step = policy.sample("layer_0", None, features=[2.0])  # all equal: the first option
+    assert step.chosen == 0 and step.probs == pytest.approx((1 / 3,) * 3)
+    policy.reinforce([step], advantage=1.0, lr=3.0)
+    assert policy.logits[0] == pytest.approx([2.0, -1.0, -1.0])
+    assert policy.weights[0, :, 0] == pytest.approx([4.0, -2.0, -2.0])  # (onehot − p) · x · 3
+    # logits + weights · x: x = 0 gives the logits' softmax, x = -1 reverses the preference
+    assert policy.probabilities(0, [0.0]).argmax() == 0
+    assert policy.probabilities(0, [-1.0]).argmax() != 0
+
+
+def test_unavailable_options_get_probability_zero_and_no_gradient():
+    policy = ChoicePolicy(["next"], ["x", "y", "z"])
+    probs = policy.probabilities("next", available=[True, False, True])
+    assert probs.tolist() == [0.5, 0.0, 0.5]
+    step = policy.sample("next", policy_rng(0, "t"), available=[True, False, True])
+    assert step.chosen != 1
+    policy.reinforce([step], 1.0, 1.0)
+    assert policy.logits[0, 1] == 0.0
+
+
+def test_threshold_compares_probabilities_not_logits():
+    policy = EdgePolicy([("a", "b"), ("b", "c"), ("a", "c")], [0.1, -0.1, 0.0])
+    # sigmoid(0.1) ≈ 0.525: above 0.5 and 0.52, below 0.53 (a logit cut-off of 0.5 keeps none)
+    assert policy.threshold(0.5) == [("a", "b")]
+    assert policy.threshold(0.52) == [("a", "b")]
+    assert policy.threshold(0.53) == []
+    greedy = policy.sample(None)  # no generator: the same rule at 0.5
+    assert [s.edge for s in greedy if s.taken] == [("a", "b")]
+    graph = policy.graph(greedy)
+    assert graph.nodes == ["a", "b", "c"] and graph.edges == [("a", "b")]
+
+
+def test_sampling_is_reproducible_from_the_run_seed():
+    policy = EdgePolicy.from_topology(Topology.complete(NODES))
+    first = [s.taken for s in policy.sample(policy_rng(7, "m"))]
+    assert first == [s.taken for s in policy.sample(policy_rng(7, "m"))]
+    draws = {tuple(s.taken for s in policy.sample(policy_rng(seed, "m"))) for seed in range(20)}
+    assert len(draws) > 1
+
+
+# -- learning on toy problems ----------------------------------------------------------------
+
+
+def test_reinforce_lowers_the_probability_of_an_adversarial_edge():
+    policy = EdgePolicy.from_topology(Topology.complete(NODES))
+    rng = policy_rng(0, "toy graph")
+    for _ in range(60):
+        draws = [policy.sample(rng) for _ in range(8)]
+        rewards = [0.0 if any(s.taken and s.edge == BAD for s in d) else 1.0 for d in draws]
+        for steps, advantage in zip(draws, mean_baseline(rewards), strict=True):
+            policy.reinforce(steps, advantage, lr=0.5)
+    assert policy.probability(BAD) < 0.1
+    assert BAD not in policy.threshold()
+
+
+def test_edge_credit_lowers_the_probability_of_an_adversarial_edge():
+    policy = EdgePolicy.from_topology(Topology.complete(NODES))
+    rng = policy_rng(0, "toy graph grpo")
+    bad = policy.index[BAD]
+    for _ in range(40):
+        masks = [[s.taken for s in policy.sample(rng)] for _ in range(6)]
+        rewards = [0.0 if mask[bad] else 1.0 for mask in masks]
+        if (credit := edge_credit(masks, rewards)) is not None:
+            policy.nudge(credit, lr=0.5)
+    assert policy.probability(BAD) < 0.1
+    others = [p for e, p in zip(policy.edges, policy.probabilities(), strict=True) if e != BAD]
+    assert min(others) > 0.2  # the harmless edges earn no systematic blame
+
+
+def test_group_relative_lowers_the_probability_of_an_adversarial_agent():
+    agents = ["helper", "saboteur", "checker"]
+    policy = ChoicePolicy(["slot"], agents)
+    rng = policy_rng(0, "toy bandit")
+    for _ in range(40):  # one query per step, a group of K = 6 draws
+        steps = [policy.sample("slot", rng) for _ in range(6)]
+        rewards = [0.0 if agents[s.chosen] == "saboteur" else 1.0 for s in steps]
+        if (advantages := group_relative(rewards)) is not None:
+            for step, advantage in zip(steps, advantages, strict=True):
+                policy.reinforce([step], advantage, lr=0.1)
+    assert policy.probabilities("slot")[1] < 0.1
+
+
+def test_a_query_conditioned_policy_learns_a_choice_per_feature():
+    policy = ChoicePolicy(["op"], ["short", "long"], features=2)
+    rng = policy_rng(0, "conditioned")
+    queries = {"easy": [1.0, 0.0], "hard": [1.0, 1.0]}  # bias, hardness
+    best = {"easy": 0, "hard": 1}
+    for _ in range(150):
+        batch = [(kind, policy.sample("op", rng, queries[kind])) for kind in ("easy", "hard")] * 3
+        rewards = [float(step.chosen == best[kind]) for kind, step in batch]
+        for (_, step), advantage in zip(batch, mean_baseline(rewards), strict=True):
+            policy.reinforce([step], advantage, lr=0.5)
+    assert policy.probabilities("op", queries["easy"])[0] > 0.8
+    assert policy.probabilities("op", queries["hard"])[1] > 0.8
+
+
+# -- JSON ------------------------------------------------------------------------------------
+
+
+def test_policies_round_trip_through_json():
+    edges = EdgePolicy.from_topology(Topology.chain(NODES), init=0.3)
+    edges.reinforce([EdgeStep(("a", "b"), float(sigmoid(0.3)), True)], 1.0, 1.0)
+    again = EdgePolicy.from_json(json.loads(json.dumps(edges.to_json())))
+    assert again.edges == edges.edges and again.nodes == NODES
+    assert again.logits.tolist() == edges.logits.tolist()
+
+    choices = ChoicePolicy(["l0", "l1"], ["a", "b"], features=3)
+    choices.reinforce([choices.sample("l1", None, [1.0, 2.0, 3.0])], 1.0, 0.1)
+    copy = ChoicePolicy.from_json(json.loads(json.dumps(choices.to_json())))
+    assert copy.slots == choices.slots and copy.options == choices.options
+    assert copy.logits.tolist() == choices.logits.tolist()
+    assert copy.weights.tolist() == choices.weights.tolist()
+
+
+def test_malformed_json_is_a_one_line_error():
+    with pytest.raises(ConfigError, match=r"state\.json: malformed edge policy"):
+        EdgePolicy.from_json({"edges": [["a", "b"]], "logits": []}, "state.json")
+    with pytest.raises(ConfigError, match="malformed choice policy"):
+        ChoicePolicy.from_json(
+            {"slots": ["s"], "options": ["a"], "logits": [[0, 1]], "weights": []}
+        )
+
+
+def test_the_policy_module_example_runs():
+    exec(textwrap.dedent(maslab.policy.__doc__.split("Example::")[1]), {})
