@@ -30,6 +30,11 @@ The program runs as ``python -s main.py`` under the base interpreter (not the pr
 :mod:`maslab.sandbox_launcher`, run by file path, which sets all of the above up, runs the program
 as its child, reaps orphans like an init and records the program's exit code (a process dying by
 a signal is reported as such).
+
+A run may get a channel to the parent (:func:`arun_python`'s ``channel``): one end of a socket
+pair, inherited through the launcher (its descriptor in :data:`CHANNEL_VARIABLE`), whose other
+end a service in the parent serves while the program runs (:mod:`maslab.bridge` serves model
+calls on it). It is a local socket pair, no network: the network namespace does not affect it.
 """
 
 from __future__ import annotations
@@ -40,13 +45,14 @@ import math
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from asyncio.subprocess import DEVNULL, PIPE, Process
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -62,9 +68,15 @@ if TYPE_CHECKING:
 
 Status = Literal["ok", "error", "timeout", "memory", "output_limit", "killed"]
 Backend = Literal["namespaces", "userns", "none"]
+Ending = Literal["exited", "limit", "channel"]
+Service = Callable[[socket.socket], Awaitable[None]]
+"""Serves a run's channel: returning ends the run (its status ``killed``), raising ends it and
+re-raises the error from :func:`arun_python`; it is cancelled when the program's processes end."""
 
 BACKEND_VARIABLE = "MASLAB_SANDBOX_BACKEND"
 """Environment variable forcing a backend: ``namespaces``, ``userns`` or ``none``."""
+CHANNEL_VARIABLE = "MASLAB_CHANNEL_FD"
+"""The program's environment variable holding its channel's descriptor, when it has one."""
 
 _ENTRY = "main.py"
 _PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
@@ -137,6 +149,7 @@ async def arun_python(
     limits: Limits = Limits(),
     stdin: str | None = None,
     files: Mapping[str, str] | None = None,
+    channel: Service | None = None,
 ) -> SandboxResult:
     """Run ``code`` as a script in the sandbox; how it ended, with its output.
 
@@ -145,6 +158,11 @@ async def arun_python(
         limits: Time, memory, output, file and process limits.
         stdin: Text on the program's standard input; None for none.
         files: Extra files in its working directory: relative path -> text.
+        channel: Serves the parent's end of a socket pair whose other end the program inherits
+            (see :data:`Service`); None: no channel.
+
+    Raises:
+        Exception: Whatever ``channel`` raised, once the run's processes are gone.
     """
     isolation = _isolation()
     with (
@@ -157,12 +175,14 @@ async def arun_python(
         output = _Output(limits.max_output_bytes)
         started = time.monotonic()
         command = run.command(limits, cgroup, [_PYTHON, "-s", _ENTRY])
-        exited, launcher = await _run(command, run, stdin, output, cgroup, limits.wall_seconds)
+        ending, launcher = await _run(
+            command, run, stdin, output, cgroup, limits.wall_seconds, channel
+        )
         duration = time.monotonic() - started
         returncode, cpu_used = _read_exit(run.exit_file)
     cpu_spent = cpu_used >= limits.cpu_seconds - _CPU_SLACK
     return SandboxResult(
-        status=_status(output, exited, returncode, cpu_spent, launcher == SETUP_FAILED),
+        status=_status(output, ending, returncode, cpu_spent, launcher == SETUP_FAILED),
         returncode=returncode,
         stdout=output.text(output.stdout),
         stderr=output.text(output.stderr),
@@ -403,47 +423,85 @@ async def _run(
     output: _Output,
     cgroup: Path | None,
     wall_seconds: float,
-) -> tuple[bool, int | None]:
-    """Run the child to its end or to a limit; whether it exited by itself, and its exit code.
+    channel: Service | None,
+) -> tuple[Ending, int | None]:
+    """Run the child to its end, to a limit or until ``channel`` ends it; how, and its exit code.
 
-    Whatever happens (limit, error, cancellation), the whole tree is killed and reaped.
+    Whatever happens (limit, error, cancellation), the whole tree is killed and reaped, and the
+    channel's service cancelled; then what the service raised is raised.
     """
-    proc = await asyncio.create_subprocess_exec(
-        *command,
-        cwd=run.workdir,
-        env=run.environment(),
-        stdin=DEVNULL if stdin is None else PIPE,
-        stdout=PIPE,
-        stderr=PIPE,
-        start_new_session=True,
-    )
-    data = None if stdin is None else stdin.encode()
-    communicating = asyncio.ensure_future(_communicate(proc, data, output))
+    with _socket_pair(channel is not None) as ends:
+        env = run.environment()
+        if ends:
+            env[CHANNEL_VARIABLE] = str(ends[1].fileno())
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            cwd=run.workdir,
+            env=env,
+            stdin=DEVNULL if stdin is None else PIPE,
+            stdout=PIPE,
+            stderr=PIPE,
+            start_new_session=True,
+            pass_fds=(ends[1].fileno(),) if ends else (),
+        )
+        serving = None
+        if ends and channel:
+            ends[1].close()  # the program's end: only the run holds it now
+            serving = asyncio.ensure_future(channel(ends[0]))
+        data = None if stdin is None else stdin.encode()
+        communicating = asyncio.ensure_future(_communicate(proc, data, output))
+        try:
+            ending = await _ending(proc, communicating, output, wall_seconds, serving)
+        finally:
+            _kill_tree(proc, cgroup, run.isolation.backend != "none")
+            await _settle(proc, communicating)
+            if serving:
+                serving.cancel()
+                await asyncio.wait({serving})
+    if serving and not serving.cancelled() and (error := serving.exception()):
+        raise error
+    return ending, proc.returncode
+
+
+@contextmanager
+def _socket_pair(wanted: bool) -> Iterator[tuple[socket.socket, socket.socket] | None]:
+    """A connected pair of local sockets (parent's end, program's end), closed on exit."""
+    if not wanted:
+        yield None
+        return
+    ends = socket.socketpair()
     try:
-        exited = await _exits_in_time(proc, communicating, output, wall_seconds)
+        yield ends
     finally:
-        _kill_tree(proc, cgroup, run.isolation.backend != "none")
-        await _settle(proc, communicating)
-    return exited, proc.returncode
+        for end in ends:
+            end.close()
 
 
-async def _exits_in_time(
-    proc: Process, communicating: asyncio.Future[None], output: _Output, wall_seconds: float
-) -> bool:
-    """Whether the child is done before the wall limit passes or its output fills the cap.
+async def _ending(
+    proc: Process,
+    communicating: asyncio.Future[None],
+    output: _Output,
+    wall_seconds: float,
+    serving: asyncio.Future[None] | None,
+) -> Ending:
+    """How the run ends: the child is done, or the wall limit passes or its output fills the
+    cap (``limit``), or the channel's service ended it.
 
     Done: the launcher exited, even if processes it left behind still hold the pipes open.
     """
     full = asyncio.ensure_future(output.full.wait())
     exited = asyncio.ensure_future(_exited(proc))
+    watched = {communicating, exited, full, *([serving] if serving else [])}
     try:
         done, _ = await asyncio.wait(
-            {communicating, exited, full}, timeout=wall_seconds, return_when=asyncio.FIRST_COMPLETED
+            watched, timeout=wall_seconds, return_when=asyncio.FIRST_COMPLETED
         )
     finally:
         full.cancel()
         exited.cancel()
-    return communicating in done or exited in done
+    if communicating in done or exited in done:
+        return "exited"
+    return "channel" if serving in done else "limit"
 
 
 async def _exited(proc: Process) -> None:
@@ -487,12 +545,15 @@ async def _feed(pipe: asyncio.StreamWriter | None, data: bytes | None) -> None:
 
 
 def _status(
-    output: _Output, exited: bool, returncode: int | None, cpu_spent: bool, setup_failed: bool
+    output: _Output, ending: Ending, returncode: int | None, cpu_spent: bool, setup_failed: bool
 ) -> Status:
-    """Output cap first, then time (wall limit, or killed once the CPU limit was spent)."""
+    """Output cap first, then an end by the channel (killed), then time (wall limit, or killed
+    once the CPU limit was spent)."""
     if output.full.is_set():
         return "output_limit"
-    if not exited or (cpu_spent and returncode in (-signal.SIGXCPU, -signal.SIGKILL)):
+    if ending == "channel":
+        return "killed"
+    if ending == "limit" or (cpu_spent and returncode in (-signal.SIGXCPU, -signal.SIGKILL)):
         return "timeout"
     if returncode == 0:
         return "ok"

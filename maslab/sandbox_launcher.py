@@ -19,6 +19,9 @@ with ``CONFIG`` a JSON :class:`Config` and ``PROGRAM`` the command to run. The l
    seconds in the exit file. The init's exit ends the pid namespace, killing what is left; the
    launcher outside exits once it is all gone.
 
+Descriptors the parent passed (a run's channel) stay open through every step, so the program
+inherits them as they are: nothing here closes them.
+
 A setup failure prints one line (``maslab sandbox: <step>: <reason>``) on stderr and exits with
 :data:`SETUP_FAILED`.
 """

@@ -1,0 +1,358 @@
+"""Model calls from sandboxed code (maslab.bridge): counted in the sample's ledger and cached, a
+budget overrun inside the program stops it, the program cannot read the parent's environment or
+open a socket, and a program that abuses the channel or dies mid-call leaves the run healthy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import tempfile
+import time
+import uuid
+from contextlib import suppress
+from pathlib import Path
+
+import pytest
+
+from maslab import bridge_client
+from maslab.bridge import ProgramRun, run_with_llm
+from maslab.context import Budget, Context
+from maslab.errors import BudgetExceeded, ConfigError, LLMError
+from maslab.llm.cache import Cached, ResponseCache
+from maslab.llm.types import ChatRequest
+from maslab.sandbox import (
+    BACKEND_VARIABLE,
+    CHANNEL_VARIABLE,
+    Limits,
+    arun_python,
+    protections,
+)
+from maslab.testing import ScriptedModel, last_user_message
+
+SHORT = Limits(wall_seconds=20, cpu_seconds=10)
+
+
+def answer(request: ChatRequest) -> str:
+    return f"echo: {last_user_message(request)}"
+
+
+@pytest.fixture(autouse=True)
+def healthy(monkeypatch, tmp_path):
+    """Every run's host directory is removed and every descriptor closed; no task is left."""
+    directory = tmp_path / "sandbox-tmp"
+    directory.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(directory))
+    before = descriptors()
+    yield
+    assert list(directory.iterdir()) == []
+    assert {fd: target for fd, target in descriptors().items() if fd not in before} == {}
+
+
+def descriptors() -> dict[str, str]:
+    """This process's open descriptors and what they are."""
+    found = {}
+    for fd in os.listdir("/proc/self/fd"):
+        with suppress(OSError):  # the listing's own
+            found[fd] = os.readlink(f"/proc/self/fd/{fd}")
+    return found
+
+
+@pytest.fixture(params=["namespaces", "userns"])
+def strict(request, monkeypatch):
+    """A strict sandbox through each backend; skips, saying why, where it is unavailable."""
+    monkeypatch.setenv(BACKEND_VARIABLE, request.param)
+    active = protections()
+    if active["backend"] != request.param or not (active["proc"] and active["network"]):
+        pytest.skip(f"no strict sandbox through the {request.param} backend here")
+    return request.param
+
+
+async def no_tasks_left() -> None:
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+async def test_calls_are_counted_in_the_ledger_and_replayed_from_the_cache(tmp_path):
+    program = (
+        "from maslab_bridge import Agent, call_llm, call_llm_full\n"
+        "print('own output')\n"
+        "print(call_llm('plan it', temperature=0.5))\n"
+        "critic = Agent('critic', system='You check.', max_tokens=50)\n"
+        "print(critic.ask('first'))\n"
+        "print(critic.ask('second'))\n"
+        "print(call_llm_full('full')['usage']['completion_tokens'] > 0)\n"
+    )
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    scripted = ScriptedModel(answer)
+    model = Cached(scripted, cache, namespace="scripted:echo")
+    ctx = Context(model, sample_id="t1")
+    run = await run_with_llm(program, ctx, limits=SHORT)
+
+    assert run.result.status == "ok", run.result.stderr
+    assert run.result.stdout.splitlines() == [
+        "own output", "echo: plan it", "echo: first", "echo: second", "True",
+    ]  # fmt: skip
+    assert (run.calls, run.refused, run.violation) == (4, 0, None)
+    records = ctx.ledger.records
+    assert [r.agent for r in records] == ["program", "program/critic", "program/critic", "program"]
+    assert [r.response for r in records[:3]] == ["echo: plan it", "echo: first", "echo: second"]
+    assert [m["role"] for m in records[2].messages] == ["system", "user", "assistant", "user"]
+    assert scripted.requests[0].temperature == 0.5 and scripted.requests[1].max_tokens == 50
+    assert ctx.usage.calls == 4 and ctx.usage.cached_calls == 0 and ctx.usage.completion_tokens
+    assert cache.stats()["entries"] == 4
+
+    replay = Context(model, sample_id="t1")
+    again = await run_with_llm(program, replay, limits=SHORT)
+    assert again.result.stdout == run.result.stdout
+    assert replay.usage.calls == replay.usage.cached_calls == 4
+    assert replay.usage.completion_tokens == 0
+    assert len(scripted.requests) == 4  # the model answered nothing the second time
+    cache.close()
+    await no_tasks_left()
+
+
+async def test_a_budget_overrun_inside_the_program_stops_it():
+    program = (
+        "from maslab_bridge import call_llm\n"
+        "i = 0\n"
+        "while True:\n"
+        "    call_llm(f'call {i}')\n"
+        "    i += 1\n"
+    )
+    ctx = Context(ScriptedModel(answer), budget=Budget(max_calls=3))
+    started = time.monotonic()
+    with pytest.raises(BudgetExceeded) as stop:
+        await run_with_llm(program, ctx, limits=SHORT)
+    assert time.monotonic() - started < 10  # stopped, not waited out
+    assert stop.value is ctx.budget_stop and stop.value.kind == "calls"
+    assert [r.response for r in ctx.ledger.records] == [
+        "echo: call 0",
+        "echo: call 1",
+        "echo: call 2",
+    ]
+    await no_tasks_left()
+
+
+async def test_the_program_cannot_read_the_parents_environment(strict, monkeypatch):
+    canary = f"sk-canary-{uuid.uuid4().hex}"
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    program = (
+        "import json, os\n"
+        "from maslab_bridge import call_llm\n"
+        "found, read = [], 0\n"
+        "for pid in (name for name in os.listdir('/proc') if name.isdigit()):\n"
+        "    for name in ('environ', 'cmdline'):\n"
+        "        try:\n"
+        "            data = open(f'/proc/{pid}/{name}', 'rb').read()\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        read += 1\n"
+        "        if b'sk-canary' in data:\n"
+        "            found.append(f'{pid}/{name}')\n"
+        "print(json.dumps({'environ': dict(os.environ), 'found': found, 'read': read,\n"
+        "                  'answer': call_llm('a key?')}))\n"
+    )
+    ctx = Context(ScriptedModel(answer))
+    run = await run_with_llm(program, ctx, limits=SHORT)
+    seen = json.loads(run.result.stdout)
+    assert run.result.status == "ok" and canary not in run.result.stdout
+    assert seen["answer"] == "echo: a key?"  # the bridge was live all along
+    assert "OPENAI_API_KEY" not in seen["environ"] and CHANNEL_VARIABLE in seen["environ"]
+    assert seen["found"] == [] and seen["read"] >= 3  # it did look
+
+
+async def test_the_program_cannot_open_a_socket(strict):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        program = (
+            "import socket\n"
+            "from maslab_bridge import call_llm\n"
+            "print(call_llm('hi'))\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "    print('connected')\n"
+            "except OSError as error:\n"
+            "    print(type(error).__name__)\n"
+        )
+        run = await run_with_llm(program, Context(ScriptedModel(answer)), limits=SHORT)
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()  # it works from here
+    assert run.result.status == "ok"
+    first, second = run.result.stdout.splitlines()
+    assert first == "echo: hi" and second in ("ConnectionRefusedError", "OSError")
+
+
+def raw_channel(body: str) -> str:
+    """A program writing to the channel itself: ``body`` uses ``sock`` and ``HEADER``."""
+    return (
+        "import os, socket, struct, time\n"
+        "HEADER = struct.Struct('>I')\n"
+        f"sock = socket.socket(fileno=int(os.environ['{CHANNEL_VARIABLE}']))\n"
+        f"{body}\n"
+        "time.sleep(60)\n"
+    )
+
+
+async def run_abuse(program: str, **options) -> tuple[ProgramRun, Context, float]:
+    ctx = Context(ScriptedModel(answer))
+    started = time.monotonic()
+    run = await run_with_llm(program, ctx, **{"limits": SHORT, **options})
+    return run, ctx, time.monotonic() - started
+
+
+async def still_serves(ctx: Context) -> None:
+    """The run is healthy: the sample's context serves the method, and a new program."""
+    assert (await ctx.chat("after")).text == "echo: after"
+    run = await run_with_llm(
+        "from maslab_bridge import call_llm\nprint(call_llm('again'))", ctx, limits=SHORT
+    )
+    assert run.result.stdout == "echo: again\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "violation"),
+    [
+        ("sock.sendall(HEADER.pack(2**31) + b'x' * 4096)", "a request of 2147483648 bytes"),
+        ("sock.sendall(HEADER.pack(9) + b'not json!')", "a request that is not JSON"),
+        ("sock.sendall(HEADER.pack(4) + b'[12]')", "a request that is not a JSON object"),
+        (
+            "while True:\n    sock.sendall(HEADER.pack(13) + b'{\"id\": 1.5}  ')",
+            "a request that is not a JSON object with an integer id",
+        ),
+        (
+            "while True:\n    sock.sendall(HEADER.pack(9) + b'{\"id\": 1}')",
+            "more than 100 refused requests",
+        ),
+    ],
+    ids=["huge", "garbage", "not-an-object", "no-id", "endless-refusals"],
+)
+async def test_a_program_abusing_the_channel_is_ended(body, violation):
+    run, ctx, took = await run_abuse(raw_channel(body))
+    assert run.violation is not None and run.violation.startswith(violation)
+    assert run.result.status == "killed" and took < 10
+    assert ctx.ledger.records == []
+    await still_serves(ctx)
+    await no_tasks_left()
+
+
+async def test_a_program_that_never_reads_its_replies_ends_at_its_wall_limit():
+    request = json.dumps({"id": 1, "messages": [{"role": "user", "content": "x" * 50_000}]})
+    body = (
+        f"data = {request!r}.encode()\nwhile True:\n    sock.sendall(HEADER.pack(len(data)) + data)"
+    )
+    run, ctx, took = await run_abuse(raw_channel(body), limits=Limits(wall_seconds=3))
+    assert run.result.status == "timeout" and run.violation is None and took < 10
+    assert 8 <= run.calls <= 100  # served until its unread replies filled the socket
+    await still_serves(ctx)
+    await ctx.settle()
+    await no_tasks_left()
+
+
+async def test_a_program_dying_mid_call_leaves_the_run_healthy():
+    program = (
+        "import os, threading, time\n"
+        "from maslab_bridge import call_llm\n"
+        "threading.Thread(target=call_llm, args=('slow',), daemon=True).start()\n"
+        "time.sleep(0.5)\n"
+        "print('dying', flush=True)\n"
+        "os._exit(3)\n"
+    )
+    ctx = Context(ScriptedModel(answer, latency=3))
+    started = time.monotonic()
+    run = await run_with_llm(program, ctx, limits=SHORT)
+    assert time.monotonic() - started < 2.5  # the program's end, not the model's answer
+    assert (run.result.status, run.result.returncode, run.result.stdout) == ("error", 3, "dying\n")
+    assert run.calls == 1 and ctx.ledger.records[0].response is None
+    await still_serves(ctx)
+    await ctx.settle()  # the orphaned call still runs to its end and is recorded
+    assert ctx.ledger.records[0].response == "echo: slow"
+    await no_tasks_left()
+
+
+async def test_bad_requests_and_model_failures_are_error_replies():
+    def failing(request: ChatRequest) -> str:
+        if last_user_message(request) == "fail":
+            raise LLMError("the server is down")
+        return answer(request)
+
+    program = (
+        "from maslab_bridge import BridgeError, call_llm, call_llm_full\n"
+        "def attempt(*args, **kwargs):\n"
+        "    try:\n"
+        "        print(call_llm(*args, **kwargs))\n"
+        "    except BridgeError as error:\n"
+        "        print('refused:', error)\n"
+        "attempt('x', logit_bias={'1': 5})\n"
+        "attempt('x', extra={'model': 'gpt-4'})\n"
+        "attempt('x', temperature='hot')\n"
+        "attempt('x', max_tokens=True)\n"
+        "attempt('x', response_format={'type': 'xml'})\n"
+        "attempt([{'role': 'tool', 'content': 'x'}])\n"
+        "attempt([{'role': 'user', 'content': 5}])\n"
+        "attempt([{'role': 'user', 'content': 'x', 'name': 'n'}])\n"
+        "attempt([])\n"
+        "attempt([{'role': 'user', 'content': 'x'}] * 201)\n"
+        "attempt('x' * 200_001)\n"
+        "attempt('x', agent='../../etc')\n"
+        "attempt('fail')\n"
+        "attempt('x' * 3_000_000)\n"
+        "attempt('fine', temperature=0, stop=['\\n'], response_format={'type': 'json_object'})\n"
+        "attempt('over the limit')\n"
+    )
+    ctx = Context(ScriptedModel(failing))
+    run = await run_with_llm(program, ctx, limits=SHORT, max_calls=2)
+    lines = run.result.stdout.splitlines()
+    assert run.result.status == "ok" and run.violation is None
+    assert [line.startswith("refused: ") for line in lines] == [True] * 14 + [False, True]
+    assert "logit_bias" in lines[0] and "extra" in lines[1] and "temperature" in lines[2]
+    assert "the server is down" in lines[12] and "bytes: the limit" in lines[13]
+    assert lines[14] == "echo: fine" and "limit of 2 model calls" in lines[15]
+    assert (run.calls, run.refused) == (2, 14)  # the oversized request never left the program
+    assert [r.response for r in ctx.ledger.records] == [None, "echo: fine"]
+
+
+async def test_concurrent_calls_from_threads_and_tasks_are_served_together():
+    program = (
+        "import asyncio, threading\n"
+        "from maslab_bridge import Agent, acall_llm\n"
+        "async def main():\n"
+        "    agents = [Agent(f'a{i}') for i in range(3)]\n"
+        "    answers = await asyncio.gather(*(a.aask('go') for a in agents), acall_llm('too'))\n"
+        "    print(answers)\n"
+        "asyncio.run(main())\n"
+    )
+    ctx = Context(ScriptedModel(answer, latency=1))
+    started = time.monotonic()
+    run = await run_with_llm(program, ctx, limits=SHORT)
+    assert run.result.stdout == "['echo: go', 'echo: go', 'echo: go', 'echo: too']\n"
+    assert time.monotonic() - started < 3.5  # not 4 s one after the other
+    assert sorted(r.agent for r in ctx.ledger.records) == [
+        "program", "program/a0", "program/a1", "program/a2",
+    ]  # fmt: skip
+
+
+async def test_the_client_file_is_reserved_and_needs_a_channel():
+    assert bridge_client.CHANNEL_VARIABLE == CHANNEL_VARIABLE
+    with pytest.raises(ConfigError, match=r"maslab_bridge\.py"):
+        await run_with_llm("", Context(ScriptedModel(answer)), files={"maslab_bridge.py": ""})
+    source = Path(bridge_client.__file__).read_text()
+    program = (
+        "from maslab_bridge import BridgeError, call_llm\n"
+        "try:\n"
+        "    call_llm('x')\n"
+        "except BridgeError as error:\n"
+        "    print(error)\n"
+    )
+    result = await arun_python(program, files={"maslab_bridge.py": source})
+    assert result.stdout == "no model channel: run this program with maslab.bridge\n"
+
+
+async def test_a_program_leaving_with_replies_unread_leaves_the_run_healthy():
+    request = json.dumps({"id": 1, "messages": [{"role": "user", "content": "hi"}]})
+    body = f"data = {request!r}.encode()\nsock.sendall(HEADER.pack(len(data)) + data)"
+    program = raw_channel(body).replace("time.sleep(60)", "time.sleep(0.5)\nprint('bye')")
+    run, ctx, _ = await run_abuse(program)
+    assert (run.result.status, run.result.stdout, run.calls) == ("ok", "bye\n", 1)
+    await still_serves(ctx)
+    await no_tasks_left()
