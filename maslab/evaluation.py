@@ -176,6 +176,39 @@ register_evaluator = _EVALUATORS.register
 get_evaluator = _EVALUATORS.get
 list_evaluators = _EVALUATORS.names
 
+EVALUATOR_BY_ANSWER_TYPE: dict[str, str] = {
+    "number": "numeric", "math": "math", "choice": "choice", "code": "code", "text": "exact",
+}  # fmt: skip
+"""The evaluator a method that scores its own validation runs uses for each answer type."""
+
+
+class Scorer:
+    """Scores answers for a method that learns from validation tasks (``optimize``): with the
+    evaluator ``evaluator``, or None for the one of each task's answer type
+    (:data:`EVALUATOR_BY_ANSWER_TYPE`). Each evaluator is made on first use and released by
+    :meth:`aclose` (or at the end of ``async with``)."""
+
+    def __init__(self, evaluator: str | None = None) -> None:
+        self.evaluator = evaluator
+        self._evaluators: dict[str, Evaluator] = {}
+
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        name = self.evaluator or EVALUATOR_BY_ANSWER_TYPE[task.answer_type]
+        if name not in self._evaluators:
+            self._evaluators[name] = get_evaluator(name)()
+        return await self._evaluators[name].score(task, answer, ctx=ctx)
+
+    async def aclose(self) -> None:
+        evaluators, self._evaluators = list(self._evaluators.values()), {}
+        for evaluator in evaluators:
+            await evaluator.aclose()
+
+    async def __aenter__(self) -> Scorer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
 
 def check_evaluator_options(name: str, options: Mapping[str, Any], flag: str) -> dict[str, Any]:
     """``options`` for evaluator ``name``'s constructor, or a one-line :class:`ConfigError` for

@@ -6,7 +6,8 @@ Two policies, each a table of logits that serialises to JSON (a method's learned
   ``P(edge) = sigmoid(logit)``. :meth:`~EdgePolicy.sample` draws a graph,
   :meth:`~EdgePolicy.threshold` keeps the edges whose *probability* exceeds a cut-off (0.5
   by default, the rule of a draw without a generator), :meth:`~EdgePolicy.graph` builds
-  the topology of a draw.
+  the topology of a draw. With ``features > 0`` each edge's logit is linear in a few cheap
+  features of the query (``logits[e] + weights[e] @ x``), as for a :class:`ChoicePolicy`.
 - :class:`ChoicePolicy`: a softmax over ``options`` per slot (a layer, a position), with an
   optional mask of the options available at a step. With ``features > 0`` the logits are
   linear in a few cheap features of the query (``logits[slot] + weights[slot] @ x``): a
@@ -15,7 +16,7 @@ Two policies, each a table of logits that serialises to JSON (a method's learned
 Both record each draw as a step (:class:`EdgeStep`, :class:`ChoiceStep`) and learn with
 ``reinforce(steps, advantage, lr)``: one REINFORCE step ``θ += lr · A · ∇θ log π(steps)``, where
 ``∇ log π`` is ``taken − p`` for an edge logit and ``onehot(chosen) − p`` for the logits of a
-choice (times ``x`` for its feature weights). The advantage ``A`` comes from an estimator:
+choice (times ``x`` for the feature weights of either). The advantage ``A`` comes from an estimator:
 
 - :func:`mean_baseline`: REINFORCE with the batch's mean reward as baseline, ``A_i = r_i − r̄``.
 - :func:`group_relative`: GRPO-style, over K samples of one query, ``A_i = (r_i − r̄) / σ``
@@ -119,17 +120,21 @@ def edge_credit(masks: Sequence[Sequence[bool]], rewards: Sequence[float]) -> np
 
 @dataclass(frozen=True)
 class EdgeStep:
-    """One Bernoulli draw: the edge, its probability then, and whether it was taken."""
+    """One Bernoulli draw: the edge, its probability then, whether it was taken, the features."""
 
     edge: Edge
     prob: float
     taken: bool
+    features: tuple[float, ...] = ()
 
 
 class EdgePolicy:
-    """Independent Bernoulli logits over candidate edges (``P = sigmoid(logit)``)."""
+    """Independent Bernoulli logits over candidate edges (``P = sigmoid(logit)``), optionally
+    linear in ``features`` cheap numbers describing the query (``logits[e] + weights[e] @ x``)."""
 
-    def __init__(self, edges: Sequence[Edge], logits: Sequence[float] | None = None) -> None:
+    def __init__(
+        self, edges: Sequence[Edge], logits: Sequence[float] | None = None, features: int = 0
+    ) -> None:
         self.edges: list[Edge] = [(str(u), str(v)) for u, v in edges]
         self.index = {edge: i for i, edge in enumerate(self.edges)}
         if len(self.index) != len(self.edges):
@@ -138,34 +143,48 @@ class EdgePolicy:
         if values.shape != (len(self.edges),):
             raise ValueError(f"{len(self.edges)} edges need as many logits, got {values.shape}")
         self.logits = values.copy()
+        self.weights = np.zeros((len(self.edges), features))
         self.nodes: list[str] = list(dict.fromkeys(n for edge in self.edges for n in edge))
 
     @classmethod
-    def from_topology(cls, topology: Topology, init: float = 0.0) -> EdgePolicy:
+    def from_topology(cls, topology: Topology, init: float = 0.0, features: int = 0) -> EdgePolicy:
         """A logit ``init`` per edge of ``topology`` (the candidates), its nodes kept."""
-        policy = cls(topology.edges, np.full(len(topology.edges), float(init)))
+        policy = cls(topology.edges, np.full(len(topology.edges), float(init)), features)
         policy.nodes = list(topology.nodes)
         return policy
 
-    def probabilities(self) -> np.ndarray:
-        return sigmoid(self.logits)
+    def conditioned(self, features: Sequence[float] = ()) -> np.ndarray:
+        """Every edge's logit for a query with ``features`` (``logits + weights @ x``)."""
+        x = np.asarray(features, dtype=float)
+        if x.shape != (self.weights.shape[1],):
+            raise ValueError(f"expected {self.weights.shape[1]} features, got {x.size}")
+        return self.logits + self.weights @ x
 
-    def probability(self, edge: Edge) -> float:
-        return float(sigmoid(self.logits[self.index[edge]]))
+    def probabilities(self, features: Sequence[float] = ()) -> np.ndarray:
+        return sigmoid(self.conditioned(features))
+
+    def probability(self, edge: Edge, features: Sequence[float] = ()) -> float:
+        return float(self.probabilities(features)[self.index[edge]])
 
     def sample(
-        self, rng: np.random.Generator | None, edges: Sequence[Edge] | None = None
+        self,
+        rng: np.random.Generator | None,
+        edges: Sequence[Edge] | None = None,
+        features: Sequence[float] = (),
     ) -> list[EdgeStep]:
         """One independent draw per edge of ``edges`` (all, in order, by default); without
         ``rng``, the likelier outcome of each (taken when its probability exceeds 0.5)."""
         chosen = self.edges if edges is None else list(edges)
-        probs = sigmoid(self.logits[[self.index[e] for e in chosen]]).tolist() if chosen else []
+        every = self.probabilities(features)
+        probs = [float(every[self.index[e]]) for e in chosen]
         draws = rng.random(len(chosen)).tolist() if rng is not None else [0.5] * len(chosen)
-        return [EdgeStep(e, p, u < p) for e, p, u in zip(chosen, probs, draws, strict=True)]
+        x = tuple(map(float, features))
+        return [EdgeStep(e, p, u < p, x) for e, p, u in zip(chosen, probs, draws, strict=True)]
 
-    def threshold(self, cutoff: float = 0.5) -> list[Edge]:
+    def threshold(self, cutoff: float = 0.5, features: Sequence[float] = ()) -> list[Edge]:
         """The edges whose probability exceeds ``cutoff`` (a deterministic graph)."""
-        return [e for e, p in zip(self.edges, self.probabilities(), strict=True) if p > cutoff]
+        probs = self.probabilities(features)
+        return [e for e, p in zip(self.edges, probs, strict=True) if p > cutoff]
 
     def graph(self, edges: Sequence[Edge | EdgeStep], name: str = "") -> Topology:
         """The topology on the policy's nodes with ``edges`` (a draw: its taken edges)."""
@@ -180,9 +199,14 @@ class EdgePolicy:
         return topology
 
     def reinforce(self, steps: Sequence[EdgeStep], advantage: float, lr: float) -> None:
-        """``logit_e += lr · advantage · (taken − p)`` for each step (p as drawn)."""
+        """``logit_e += lr · advantage · (taken − p)`` for each step (p as drawn), and the
+        edge's feature weights by that times the step's features."""
         for step in steps:
-            self.logits[self.index[step.edge]] += lr * advantage * (float(step.taken) - step.prob)
+            i = self.index[step.edge]
+            change = lr * advantage * (float(step.taken) - step.prob)
+            self.logits[i] += change
+            if step.features:
+                self.weights[i] += change * np.asarray(step.features)
 
     def nudge(self, credit: Sequence[float] | np.ndarray, lr: float) -> None:
         """``logit_e += lr · credit_e`` (edge-level advantages from :func:`edge_credit`)."""
@@ -193,14 +217,24 @@ class EdgePolicy:
             "nodes": list(self.nodes),
             "edges": [list(e) for e in self.edges],
             "logits": self.logits.tolist(),
+            "features": self.weights.shape[1],
+            "weights": self.weights.tolist(),
         }
 
     @classmethod
     def from_json(cls, data: Any, where: str = "edge policy") -> EdgePolicy:
+        """A policy from :meth:`to_json` (without ``features`` and ``weights``: no features)."""
         try:
-            policy = cls([(u, v) for u, v in data["edges"]], [float(x) for x in data["logits"]])
+            edges = [(u, v) for u, v in data["edges"]]
+            features = int(data.get("features", 0))
+            policy = cls(edges, [float(x) for x in data["logits"]], features)
+            if features:
+                weights = np.asarray(data["weights"], dtype=float)
+                if weights.shape != policy.weights.shape:
+                    raise ValueError(f"weights {weights.shape}, not {policy.weights.shape}")
+                policy.weights = weights
             policy.nodes = [str(n) for n in data["nodes"]]
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"{where}: malformed edge policy ({exc!r})") from None
         return policy
 

@@ -12,7 +12,7 @@ import pytest
 
 from maslab.agreement import Agreement, compare_evaluators, format_agreement
 from maslab.errors import ConfigError, LLMError
-from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
+from maslab.evaluation import Evaluator, Score, Scorer, get_evaluator, list_evaluators
 from maslab.evaluators.llm_judge import NO_ANSWER, LLMJudgeEvaluator, parse_verdict
 from maslab.evaluators.math import MathEvaluator
 from maslab.task import Task
@@ -174,6 +174,24 @@ async def test_registry_and_options():
     assert {"numeric", "math", "choice", "exact", "llm_judge"} <= set(list_evaluators())
     with pytest.raises(TypeError):
         get_evaluator("choice")(rel_tol=1)
+
+
+async def test_a_scorer_picks_the_evaluator_of_each_answer_type_and_closes_them(monkeypatch):
+    closed: list[str] = []
+    monkeypatch.setattr(Evaluator, "aclose", lambda self: _record_close(closed, self.name))
+    number = Task(id="n", question="?", gold="18", answer_type="number")
+    text = Task(id="t", question="?", gold="Paris", answer_type="text")
+    async with Scorer() as scorer:
+        assert (await scorer.score(number, "18.0 dollars")).correct  # numeric: 18.0 == 18
+        assert not (await scorer.score(text, "The answer is Lyon.")).correct
+        assert (await scorer.score(text, "Paris")).correct
+    assert sorted(closed) == ["exact", "numeric"]  # each made once, all released
+    async with Scorer("exact") as scorer:  # a named evaluator for every task
+        assert not (await scorer.score(number, "18.0")).correct
+
+
+async def _record_close(closed: list[str], name: str) -> None:
+    closed.append(name)
 
 
 # --- math -------------------------------------------------------------------------------------

@@ -163,6 +163,37 @@ def test_a_query_conditioned_policy_learns_a_choice_per_feature():
     assert policy.probabilities("op", queries["hard"])[1] > 0.8
 
 
+def test_edge_features_shift_the_logits_and_reinforce_scales_the_weights():
+    policy = EdgePolicy([("a", "b"), ("b", "c")], features=2)
+    x = [1.0, 3.0]
+    ab, _ = policy.sample(None, features=x)  # all logits 0: p = 0.5, not taken
+    assert (ab.prob, ab.taken, ab.features) == (0.5, False, (1.0, 3.0))
+    policy.reinforce([ab], advantage=1.0, lr=2.0)  # 2 · 1 · (0 − 0.5) = −1, times x
+    assert policy.logits.tolist() == [-1.0, 0.0]
+    assert policy.weights.tolist() == [[-1.0, -3.0], [0.0, 0.0]]
+    # logit(ab | x) = −1 + (−1 · x0 − 3 · x1): the query's features move it
+    assert policy.conditioned([0.0, 0.0]).tolist() == [-1.0, 0.0]
+    assert policy.conditioned([1.0, 1.0]).tolist() == [-5.0, 0.0]
+    assert policy.probability(("a", "b"), [0.0, -1.0]) == pytest.approx(float(sigmoid(2.0)))
+    assert policy.threshold(0.5, [0.0, -1.0]) == [("a", "b")]
+    assert policy.threshold(0.5, [0.0, 0.0]) == []
+    with pytest.raises(ValueError, match="expected 2 features, got 1"):
+        policy.probabilities([1.0])
+
+
+def test_a_query_conditioned_edge_policy_learns_an_edge_per_feature():
+    policy = EdgePolicy([("a", "b")], features=1)
+    rng = policy_rng(0, "conditioned edge")
+    good = {0.0: True, 1.0: False}  # the edge helps queries with x = 0, hurts those with x = 1
+    for _ in range(150):
+        batch = [(x, policy.sample(rng, features=[x])[0]) for x in good] * 3
+        rewards = [float(step.taken == good[x]) for x, step in batch]
+        for (_, step), advantage in zip(batch, mean_baseline(rewards), strict=True):
+            policy.reinforce([step], advantage, lr=0.5)
+    assert policy.probability(("a", "b"), [0.0]) > 0.8
+    assert policy.probability(("a", "b"), [1.0]) < 0.2
+
+
 # -- JSON ------------------------------------------------------------------------------------
 
 
@@ -172,6 +203,13 @@ def test_policies_round_trip_through_json():
     again = EdgePolicy.from_json(json.loads(json.dumps(edges.to_json())))
     assert again.edges == edges.edges and again.nodes == NODES
     assert again.logits.tolist() == edges.logits.tolist()
+    assert again.weights.shape == (2, 0)
+    conditioned = EdgePolicy([("a", "b")], [0.5], features=2)
+    conditioned.weights[0] = [0.25, -1.0]
+    copy = EdgePolicy.from_json(json.loads(json.dumps(conditioned.to_json())))
+    assert copy.weights.tolist() == [[0.25, -1.0]] and copy.logits.tolist() == [0.5]
+    older = {"nodes": ["a", "b"], "edges": [["a", "b"]], "logits": [0.5]}  # before features
+    assert EdgePolicy.from_json(older).weights.shape == (1, 0)
 
     choices = ChoicePolicy(["l0", "l1"], ["a", "b"], features=3)
     choices.reinforce([choices.sample("l1", None, [1.0, 2.0, 3.0])], 1.0, 0.1)
@@ -184,6 +222,10 @@ def test_policies_round_trip_through_json():
 def test_malformed_json_is_a_one_line_error():
     with pytest.raises(ConfigError, match=r"state\.json: malformed edge policy"):
         EdgePolicy.from_json({"edges": [["a", "b"]], "logits": []}, "state.json")
+    with pytest.raises(ConfigError, match="malformed edge policy"):
+        EdgePolicy.from_json(
+            {"nodes": [], "edges": [["a", "b"]], "logits": [0], "features": 2, "weights": [[1]]}
+        )
     with pytest.raises(ConfigError, match="malformed choice policy"):
         ChoicePolicy.from_json(
             {"slots": ["s"], "options": ["a"], "logits": [[0, 1]], "weights": []}
