@@ -177,6 +177,36 @@ get_evaluator = _EVALUATORS.get
 list_evaluators = _EVALUATORS.names
 
 
+EVALUATOR_BY_ANSWER_TYPE: dict[str, str] = {
+    "number": "numeric", "math": "math", "choice": "choice", "code": "code", "text": "exact",
+}  # fmt: skip
+"""The evaluator that scores a task of each answer type when nothing names one."""
+
+
+class GoldScorer:
+    """Scores answers to tasks with golds for a method's ``optimize``, which gets validation
+    tasks but not the run's evaluator: with the evaluator ``name``, else the default of each
+    task's answer type (:data:`EVALUATOR_BY_ANSWER_TYPE`). Each evaluator is made once, on
+    first use; :meth:`aclose` closes them.
+    """
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        self._evaluators: dict[str, Evaluator] = {}
+
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        """How ``answer`` scores against ``task`` (its scoring calls, if any, through ``ctx``)."""
+        name = self.name or EVALUATOR_BY_ANSWER_TYPE[task.answer_type]
+        if name not in self._evaluators:
+            self._evaluators[name] = get_evaluator(name)()
+        return await self._evaluators[name].score(task, answer, ctx=ctx)
+
+    async def aclose(self) -> None:
+        evaluators, self._evaluators = list(self._evaluators.values()), {}
+        for evaluator in evaluators:
+            await evaluator.aclose()
+
+
 def check_evaluator_options(name: str, options: Mapping[str, Any], flag: str) -> dict[str, Any]:
     """``options`` for evaluator ``name``'s constructor, or a one-line :class:`ConfigError` for
     an option it does not take or a required one missing (``models`` is the runner's to give);

@@ -12,7 +12,7 @@ import pytest
 
 from maslab.agreement import Agreement, compare_evaluators, format_agreement
 from maslab.errors import ConfigError, LLMError
-from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
+from maslab.evaluation import Evaluator, GoldScorer, Score, get_evaluator, list_evaluators
 from maslab.evaluators.llm_judge import NO_ANSWER, LLMJudgeEvaluator, parse_verdict
 from maslab.evaluators.math import MathEvaluator
 from maslab.task import Task
@@ -408,3 +408,23 @@ async def test_agreement_of_real_evaluators(shared_data, math_evaluator):
     pairs = [(gsm8k_task(records[i], i), response) for i, response, _ in GSM8K_CASES]
     result = await compare_evaluators(pairs, get_evaluator("numeric")(), math_evaluator)
     assert result.n == len(GSM8K_CASES) and result.kappa == 1.0
+
+
+async def test_gold_scorer_picks_an_evaluator_by_answer_type_or_name_and_reuses_it():
+    number = Task(id="n", question="6 * 7?", gold="42", answer_type="number")
+    choice = Task(id="c", question="Pick", gold="B", answer_type="choice", choices=("x", "y"))
+    text = Task(id="t", question="Capital?", gold="Paris", answer_type="text")
+    scorer = GoldScorer()
+    assert (await scorer.score(number, "so it is 42.0")).correct  # numeric, not exact
+    assert (await scorer.score(choice, "The answer is (B)")).correct
+    assert (await scorer.score(text, "  paris. ")).correct
+    assert not (await scorer.score(number, "41")).correct
+    assert sorted(scorer._evaluators) == ["choice", "exact", "numeric"]
+    first = scorer._evaluators["numeric"]
+    await scorer.score(number, "42")
+    assert scorer._evaluators["numeric"] is first  # made once
+    await scorer.aclose()
+    assert scorer._evaluators == {}
+    named = GoldScorer("exact")
+    assert not (await named.score(number, "so it is 42.0")).correct  # exact text, by name
+    await named.aclose()
