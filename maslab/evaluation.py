@@ -57,6 +57,13 @@ class Score(BaseModel):
         )
 
 
+EVALUATOR_BY_ANSWER_TYPE: dict[str, str] = {
+    "number": "numeric", "math": "math", "choice": "choice", "code": "code", "text": "exact",
+}  # fmt: skip
+"""The evaluator that scores each answer type, for a method that scores its own answers in
+``optimize`` (tasks do not name their benchmark, hence not its evaluator)."""
+
+
 def gold_of(task: Task) -> str:
     """The task's gold answer; a task without one cannot be scored."""
     if task.gold is None:

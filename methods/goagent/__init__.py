@@ -74,7 +74,7 @@ from pydantic import Field
 from maslab.aggregation import llm_aggregate, majority_decision
 from maslab.context import Context
 from maslab.errors import ConfigError
-from maslab.evaluation import Evaluator, get_evaluator
+from maslab.evaluation import EVALUATOR_BY_ANSWER_TYPE, Evaluator, get_evaluator
 from maslab.messages import Message
 from maslab.method import Method, MethodConfig, register_method
 from maslab.methods.goagent.execution import agent_graph, agent_prompt, split_by_order
@@ -109,9 +109,6 @@ DOMAIN_BY_ANSWER_TYPE = {
     "code": "Python programming",
     "text": "general question answering",
 }
-EVALUATOR_BY_ANSWER_TYPE = {
-    "number": "numeric", "math": "math", "choice": "choice", "code": "code", "text": "exact",
-}  # fmt: skip
 
 
 @register_method("goagent")
