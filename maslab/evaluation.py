@@ -177,6 +177,33 @@ get_evaluator = _EVALUATORS.get
 list_evaluators = _EVALUATORS.names
 
 
+EVALUATOR_BY_ANSWER_TYPE: dict[str, str] = {
+    "number": "numeric", "math": "math", "choice": "choice", "code": "code", "text": "exact",
+}  # fmt: skip
+"""The evaluator that scores a task of each answer type when no other is named."""
+
+
+class TaskScorer:
+    """Scores answers to tasks of any answer type, for a method that grades its own attempts
+    (an optimisation step): with the evaluator ``name``, else the one for each task's answer
+    type (:data:`EVALUATOR_BY_ANSWER_TYPE`). One instance per evaluator; :meth:`aclose` them."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        self._evaluators: dict[str, Evaluator] = {}
+
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        name = self.name or EVALUATOR_BY_ANSWER_TYPE[task.answer_type]
+        if name not in self._evaluators:
+            self._evaluators[name] = get_evaluator(name)()
+        return await self._evaluators[name].score(task, answer, ctx=ctx)
+
+    async def aclose(self) -> None:
+        for evaluator in self._evaluators.values():
+            await evaluator.aclose()
+        self._evaluators.clear()
+
+
 def check_evaluator_options(name: str, options: Mapping[str, Any], flag: str) -> dict[str, Any]:
     """``options`` for evaluator ``name``'s constructor, or a one-line :class:`ConfigError` for
     an option it does not take or a required one missing (``models`` is the runner's to give);

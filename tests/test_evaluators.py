@@ -12,7 +12,14 @@ import pytest
 
 from maslab.agreement import Agreement, compare_evaluators, format_agreement
 from maslab.errors import ConfigError, LLMError
-from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
+from maslab.evaluation import (
+    EVALUATOR_BY_ANSWER_TYPE,
+    Evaluator,
+    Score,
+    TaskScorer,
+    get_evaluator,
+    list_evaluators,
+)
 from maslab.evaluators.llm_judge import NO_ANSWER, LLMJudgeEvaluator, parse_verdict
 from maslab.evaluators.math import MathEvaluator
 from maslab.task import Task
@@ -408,3 +415,18 @@ async def test_agreement_of_real_evaluators(shared_data, math_evaluator):
     pairs = [(gsm8k_task(records[i], i), response) for i, response, _ in GSM8K_CASES]
     result = await compare_evaluators(pairs, get_evaluator("numeric")(), math_evaluator)
     assert result.n == len(GSM8K_CASES) and result.kappa == 1.0
+
+
+async def test_a_task_scorer_picks_the_evaluator_by_answer_type_or_by_name():
+    number = Task(id="n", question="?", gold="4", answer_type="number")
+    choice = Task(id="c", question="?", gold="B", choices=["x", "y"], answer_type="choice")
+    assert set(EVALUATOR_BY_ANSWER_TYPE.values()) <= set(list_evaluators())
+    scorer = TaskScorer()
+    assert (await scorer.score(number, "it is 4.0")).correct  # numeric: 4.0 == 4
+    assert (await scorer.score(choice, "The answer is (B)")).correct
+    assert sorted(scorer._evaluators) == ["choice", "numeric"]
+    await scorer.aclose()
+    assert scorer._evaluators == {}
+    exact = TaskScorer("exact")
+    assert not (await exact.score(number, "it is 4.0")).correct  # exact text, not numeric
+    await exact.aclose()
