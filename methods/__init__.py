@@ -1,6 +1,7 @@
 """Bundled MAS methods. Importing this package registers every method in it."""
 
 from maslab.methods import (
+    aflow,
     agentverse,
     autogen,
     camel,
@@ -37,6 +38,7 @@ from maslab.methods import (
 )
 
 __all__ = [
+    "aflow",
     "agentverse",
     "autogen",
     "camel",
