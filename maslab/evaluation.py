@@ -197,3 +197,31 @@ def check_evaluator_options(name: str, options: Mapping[str, Any], flag: str) ->
         example = " ".join(f"{flag} {key}=..." for key in missing)
         raise ConfigError(f"evaluator {name} needs {', '.join(missing)}: {example}")
     return dict(options)
+
+
+EVALUATOR_BY_ANSWER_TYPE: dict[str, str] = {
+    "number": "numeric", "math": "math", "choice": "choice", "code": "code", "text": "exact",
+}  # fmt: skip
+"""The evaluator a method scores its own answers with, by the task's answer type."""
+
+
+class TaskScorer:
+    """How a method scores its own answers on validation tasks (its ``optimize`` step, which
+    does not see the run's evaluator): with evaluator ``name``, or the one of each task's
+    answer type (:data:`EVALUATOR_BY_ANSWER_TYPE`). Each evaluator is made once, on first use;
+    :meth:`aclose` closes them."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        self._evaluators: dict[str, Evaluator] = {}
+
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        name = self.name or EVALUATOR_BY_ANSWER_TYPE[task.answer_type]
+        if name not in self._evaluators:
+            self._evaluators[name] = get_evaluator(name)()
+        return await self._evaluators[name].score(task, answer, ctx=ctx)
+
+    async def aclose(self) -> None:
+        evaluators, self._evaluators = list(self._evaluators.values()), {}
+        for evaluator in evaluators:
+            await evaluator.aclose()

@@ -1,6 +1,7 @@
 """Bundled MAS methods. Importing this package registers every method in it."""
 
 from maslab.methods import (
+    adas,
     agentverse,
     autogen,
     camel,
@@ -34,6 +35,7 @@ from maslab.methods import (
 )
 
 __all__ = [
+    "adas",
     "agentverse",
     "autogen",
     "camel",

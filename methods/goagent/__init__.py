@@ -74,7 +74,7 @@ from pydantic import Field
 from maslab.aggregation import llm_aggregate, majority_decision
 from maslab.context import Context
 from maslab.errors import ConfigError
-from maslab.evaluation import Evaluator, get_evaluator
+from maslab.evaluation import TaskScorer
 from maslab.messages import Message
 from maslab.method import Method, MethodConfig, register_method
 from maslab.methods.goagent.execution import agent_graph, agent_prompt, split_by_order
@@ -109,9 +109,6 @@ DOMAIN_BY_ANSWER_TYPE = {
     "code": "Python programming",
     "text": "general question answering",
 }
-EVALUATOR_BY_ANSWER_TYPE = {
-    "number": "numeric", "math": "math", "choice": "choice", "code": "code", "text": "exact",
-}  # fmt: skip
 
 
 @register_method("goagent")
@@ -298,7 +295,7 @@ class GoAgent(Method):
         if cfg.selector != "learned" or not tasks:
             return
         rng = policy_rng(ctx.seed, "goagent")
-        evaluators: dict[str, Evaluator] = {}
+        scorer = TaskScorer(cfg.evaluator)
         try:
             for _ in range(cfg.train_epochs):
                 batch = []
@@ -313,17 +310,13 @@ class GoAgent(Method):
                 )
                 rewards = []
                 for (task, _, selection, _), (_, decision) in zip(batch, outcomes, strict=True):
-                    name = cfg.evaluator or EVALUATOR_BY_ANSWER_TYPE[task.answer_type]
-                    if name not in evaluators:
-                        evaluators[name] = get_evaluator(name)()
-                    score = await evaluators[name].score(task, decision.content, ctx=ctx)
+                    score = await scorer.score(task, decision.content, ctx=ctx)
                     rewards.append(score.value - cfg.sparsity * selection.size())
                 advantages = mean_baseline(rewards)
                 for (_, policy, _, trace), advantage in zip(batch, advantages, strict=True):
                     policy.reinforce(trace, float(advantage), cfg.learning_rate)
         finally:
-            for evaluator in evaluators.values():
-                await evaluator.aclose()
+            await scorer.aclose()
         if cfg.selector_path:
             state = json.dumps(self.learned_state(), indent=2, sort_keys=True)
             write_atomically(Path(cfg.selector_path), state.encode())
