@@ -130,7 +130,7 @@ async def run_tests(task: Task, attempt: str, tests: list[str]) -> TestRun:
         stdin=f"{token}\n",
         files={"candidate.py": candidate_program(task, code), "tests.json": json.dumps(tests)},
     )
-    report = _report(result.stdout, token)
+    report = read_report(result.stdout, token)
     if report is None:
         lines = result.stderr.strip().splitlines()
         why = f"{result.status}: {lines[-1]}" if lines else result.status
@@ -155,8 +155,9 @@ async def run_tests(task: Task, attempt: str, tests: list[str]) -> TestRun:
     return TestRun(not failed, "\n".join(lines), (len(passed), len(tests)))
 
 
-def _report(stdout: str, token: str) -> dict[str, Any] | None:
-    """The runner's report: the last line of stdout, after the run's token."""
+def read_report(stdout: str, token: str) -> dict[str, Any] | None:
+    """The JSON object a sandboxed runner printed as the last line of ``stdout``, after the run's
+    token (a program that does not know the token cannot forge it); None if there is none."""
     lines = stdout.splitlines()
     if not lines or not lines[-1].startswith(token):
         return None

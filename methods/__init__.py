@@ -1,6 +1,7 @@
 """Bundled MAS methods. Importing this package registers every method in it."""
 
 from maslab.methods import (
+    adas,
     aflow,
     agentverse,
     autogen,
@@ -38,6 +39,7 @@ from maslab.methods import (
 )
 
 __all__ = [
+    "adas",
     "aflow",
     "agentverse",
     "autogen",
