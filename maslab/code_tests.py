@@ -130,7 +130,7 @@ async def run_tests(task: Task, attempt: str, tests: list[str]) -> TestRun:
         stdin=f"{token}\n",
         files={"candidate.py": candidate_program(task, code), "tests.json": json.dumps(tests)},
     )
-    report = _report(result.stdout, token)
+    report = marked_report(result.stdout, token)
     if report is None:
         lines = result.stderr.strip().splitlines()
         why = f"{result.status}: {lines[-1]}" if lines else result.status
@@ -155,8 +155,10 @@ async def run_tests(task: Task, attempt: str, tests: list[str]) -> TestRun:
     return TestRun(not failed, "\n".join(lines), (len(passed), len(tests)))
 
 
-def _report(stdout: str, token: str) -> dict[str, Any] | None:
-    """The runner's report: the last line of stdout, after the run's token."""
+def marked_report(stdout: str, token: str) -> dict[str, Any] | None:
+    """A sandboxed runner's JSON object report: the last line of ``stdout``, after the run's
+    token (a per-run secret, so the code it runs cannot pass its own prints for it); None if
+    there is none."""
     lines = stdout.splitlines()
     if not lines or not lines[-1].startswith(token):
         return None
