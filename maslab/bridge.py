@@ -19,12 +19,20 @@ method's own calls. The program never holds a key, an endpoint or the network.
 Up to ``max_concurrent`` calls are served at once (a program's threads or gathered tasks); the
 next request is read only when one is done, so a flood waits on its own socket. The wall-time
 limit covers the program's waits for the model.
+
+:func:`call_function` runs a function that model-written code defines (an agent's
+``forward(task)``, a workflow): a fixed driver of ours loads the code from its file
+(:data:`MODULE_FILE`), calls the function with one text argument (awaiting a coroutine) and
+reports its value, or why there is none, after a per-run token on a stdout that only the driver
+writes to (the code's own output, even from child processes, goes to stderr).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import secrets
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,10 +49,14 @@ from maslab.context import Context, Sampling
 from maslab.errors import ConfigError, LLMError
 from maslab.llm.types import ChatMessage, ChatModel
 from maslab.roles import agent_settings
-from maslab.sandbox import Limits, SandboxResult, arun_python
+from maslab.sandbox import Limits, SandboxResult, arun_python, read_report
 
 CLIENT_FILE = "maslab_bridge.py"
 """The client library's file in the program's directory."""
+MODULE_FILE = "program.py"
+"""The file :func:`call_function` writes the code to (loaded as the module ``program``)."""
+ERROR_CHARS = 1500
+"""The tail of a traceback or of the error output that :attr:`FunctionCall.error` shows."""
 LIMITS = Limits(wall_seconds=120, cpu_seconds=20)
 """Default limits of a program that calls models: its wall time covers the calls."""
 MAX_CALLS = 100
@@ -112,6 +124,158 @@ async def run_with_llm(
         channel=server.serve,
     )
     return ProgramRun(result, server.calls, server.refused, server.violation)
+
+
+@dataclass(frozen=True)
+class FunctionCall:
+    """The outcome of :func:`call_function`: the function's value as text, or (``answer`` None)
+    ``error``, why there is none, in words a model can read ("" when there is an answer)."""
+
+    answer: str | None
+    error: str
+    run: ProgramRun
+
+    @property
+    def calls(self) -> int:
+        """The model calls the run was served."""
+        return self.run.calls
+
+
+_DRIVER = f"""\
+import asyncio
+import json
+import os
+import sys
+import traceback
+import types
+
+
+def _trace(error):
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if frame.filename != __file__
+    ]
+    lines = traceback.format_list(frames) + traceback.format_exception_only(type(error), error)
+    head = "Traceback (most recent call last):\\n" if frames else ""
+    return (head + "".join(lines)).strip()[-{ERROR_CHARS}:]
+
+
+def _call(function, argument):
+    module = types.ModuleType("program")
+    module.__file__ = {MODULE_FILE!r}
+    sys.modules["program"] = module
+    try:
+        with open({MODULE_FILE!r}, "rb") as source:
+            code = compile(source.read(), {MODULE_FILE!r}, "exec")
+        exec(code, module.__dict__)
+    except BaseException as error:
+        kind = "does not compile" if isinstance(error, SyntaxError) else "failed while loading"
+        return {{"error": f"the code {{kind}}:\\n{{_trace(error)}}"}}
+    try:
+        target = getattr(module, function, None)
+    except BaseException:
+        target = None
+    if not callable(target):
+        return {{"error": f"the code defines no function named {{function}}"}}
+    try:
+        answer = target(argument)
+        if asyncio.iscoroutine(answer):
+            answer = asyncio.run(answer)
+        if answer is not None:
+            return {{"answer": str(answer)}}
+    except BaseException as error:
+        return {{"error": f"{{function}} raised an exception:\\n{{_trace(error)}}"}}
+    return {{"error": f"{{function}} returned no answer (None)"}}
+
+
+def _main():
+    token = sys.stdin.readline().strip()
+    request = json.loads(sys.stdin.read())
+    report = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    outcome = _call(request["function"], request["argument"])
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    report.write("\\n" + token + json.dumps(outcome) + "\\n")
+    report.flush()
+    os._exit(0 if "answer" in outcome else 1)
+
+
+_main()
+"""
+"""The entry program of :func:`call_function`: it reads the token and the call from stdin before
+the code is imported; stdout keeps only its report (the code's fd 1 is stderr); it ends at once
+after the report (threads the code left behind do not run on)."""
+
+_ENDINGS = {
+    "timeout": "the program ran out of time",
+    "memory": "the program ran out of memory",
+    "output_limit": "the program wrote more output than allowed",
+    "killed": "the program was killed",
+}
+
+
+async def call_function(
+    code: str,
+    function: str,
+    argument: str,
+    ctx: Context,
+    *,
+    agent: str = "program",
+    role: str | None = None,
+    files: Mapping[str, str] | None = None,
+    limits: Limits = LIMITS,
+    max_calls: int = MAX_CALLS,
+) -> FunctionCall:
+    """Call ``function(argument)`` of the model-written ``code`` in the sandbox, serving its model
+    calls through ``ctx`` (as :func:`run_with_llm`, with ``agent``, ``role``, ``limits`` and
+    ``max_calls``).
+
+    The code is written as :data:`MODULE_FILE` next to ``files`` (modules it may import) and
+    loaded by our driver as the module ``program``; the driver calls the function, runs a
+    coroutine it returns with :func:`asyncio.run` and reports ``str`` of the value. No answer
+    (the code does not compile or fails while loading, there is no such function, it raises or
+    returns None, the program runs out of time or is killed) is an ``error`` saying so, with the
+    tail of the traceback or of the error output.
+
+    Raises:
+        BudgetExceeded: As :func:`run_with_llm`.
+        ConfigError: ``files`` holds :data:`MODULE_FILE` or :data:`CLIENT_FILE`.
+    """
+    if MODULE_FILE in (files or {}):
+        raise ConfigError(f"sandbox file {MODULE_FILE!r} is the called code's own: choose another")
+    token = secrets.token_hex(16)  # marks the driver's report: the code cannot forge it
+    run = await run_with_llm(
+        _DRIVER,
+        ctx,
+        agent=agent,
+        role=role,
+        limits=limits,
+        stdin=f"{token}\n" + json.dumps({"function": function, "argument": argument}),
+        files={**(files or {}), MODULE_FILE: code},
+        max_calls=max_calls,
+    )
+    report = read_report(run.result.stdout, token) or {}
+    answer, error = report.get("answer"), report.get("error")
+    if isinstance(answer, str):
+        return FunctionCall(answer, "", run)
+    return FunctionCall(None, error if isinstance(error, str) else _ending(run), run)
+
+
+def _ending(run: ProgramRun) -> str:
+    """Why a program ended without the driver's report, and the tail of its error output."""
+    result = run.result
+    if run.violation:
+        why = f"the program was ended for misusing the model channel: {run.violation}"
+    else:
+        exited = f"the program exited without an answer (exit code {result.returncode})"
+        why = _ENDINGS.get(result.status, exited)
+    detail = result.stderr.strip()[-ERROR_CHARS:]
+    return f"{why}; its error output ends with:\n{detail}" if detail else why
 
 
 @cache

@@ -17,10 +17,9 @@ import json
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Any
 
 from maslab.answers import extract_answer
-from maslab.sandbox import Limits, arun_python
+from maslab.sandbox import Limits, arun_python, read_report
 from maslab.task import Task
 
 TEST_SECONDS = 2.0
@@ -153,19 +152,6 @@ async def run_tests(task: Task, attempt: str, tests: list[str]) -> TestRun:
             note = f"returned {r['got']}" if r.get("got") else r.get("error") or "failed"
             lines.append(f"{test}  # {note}")
     return TestRun(not failed, "\n".join(lines), (len(passed), len(tests)))
-
-
-def read_report(stdout: str, token: str) -> dict[str, Any] | None:
-    """The JSON object a sandboxed runner printed as the last line of ``stdout``, after the run's
-    token (a program that does not know the token cannot forge it); None if there is none."""
-    lines = stdout.splitlines()
-    if not lines or not lines[-1].startswith(token):
-        return None
-    try:
-        value = json.loads(lines[-1][len(token) :])
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 # The expected value: the non-blank lines after the call, up to a blank line, the next call or

@@ -58,7 +58,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from maslab.errors import ConfigError
 from maslab.sandbox_launcher import DEVICES, SANDBOX_DIR, SETUP_FAILED
@@ -128,6 +128,19 @@ class SandboxResult:
     @property
     def passed(self) -> bool:
         return self.status == "ok"
+
+
+def read_report(stdout: str, token: str) -> dict[str, Any] | None:
+    """The JSON object a sandboxed runner printed as the last line of ``stdout``, after the run's
+    token (a program that does not know the token cannot forge it); None if there is none."""
+    lines = stdout.splitlines()
+    if not lines or not lines[-1].startswith(token):
+        return None
+    try:
+        value = json.loads(lines[-1][len(token) :])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def run_python(

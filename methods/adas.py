@@ -6,10 +6,10 @@ Code: github.com/ShengranHu/ADAS; MASLab's port ``methods/ADAS``.
 An agent is a Python program that defines ``def forward(task: str) -> str`` (or ``async
 def``): it gets the task's full prompt and returns the answer text, written as the task asks.
 It calls models through :mod:`maslab.bridge_client` (``from maslab_bridge import call_llm,
-acall_llm, Agent``). Every run of an agent goes through :func:`maslab.bridge.run_with_llm`:
-the program runs in the sandbox (never in this process) with a small driver appended that
-reads the task from stdin and prints the answer after a per-run token; its model calls are
-the sample's calls (budgeted, cached, in the ledger).
+acall_llm, Agent``). Every run of an agent goes through :func:`maslab.bridge.call_function`:
+the program runs in the sandbox (never in this process), where our driver calls its
+``forward`` on the task and reports the value (or the error); its model calls are the
+sample's calls (budgeted, cached, in the ledger).
 
 Search (``optimize``, on the first V = ``valid_size`` tasks of the optimisation split):
 
@@ -71,15 +71,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from maslab.bridge import MAX_CALLS, ProgramRun, run_with_llm
-from maslab.code_tests import read_report
+from maslab.bridge import MAX_CALLS, FunctionCall, call_function
 from maslab.config_files import validation_message
 from maslab.context import Context
 from maslab.errors import ConfigError
@@ -90,7 +88,6 @@ from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
 
 META, AGENT = "meta", "agent"
-ERROR_CHARS = 1000  # the tail of a failed run's error output shown to the meta agent
 
 SeedName = Literal["cot", "self_consistency", "self_refine"]
 
@@ -142,25 +139,6 @@ def forward(task: str) -> str:
 """,
     ),
 }
-
-DRIVER = """
-
-def _adas_main():
-    import asyncio
-    import json
-    import sys
-
-    token = sys.stdin.readline().strip()
-    answer = forward(sys.stdin.read())
-    if asyncio.iscoroutine(answer):
-        answer = asyncio.run(answer)
-    print("\\n" + token + json.dumps({"answer": str(answer)}), flush=True)
-
-
-_adas_main()
-"""
-"""Appended to an agent's code: the task comes on stdin after a per-run token, the answer
-goes out as the last line of stdout, after the token."""
 
 
 class Design(BaseModel):
@@ -284,38 +262,9 @@ def code_problem(code: str) -> str | None:
     return "the code defines no top-level function `forward(task)`"
 
 
-@dataclass(frozen=True)
-class AgentRun:
-    """One run of an agent on a task: its answer, or why it has none."""
-
-    answer: str | None
-    error: str | None
-    calls: int
-
-
-def run_error(run: ProgramRun) -> str:
-    """What went wrong in a run without an answer: how it ended and the tail of its errors."""
-    result = run.result
-    why = run.violation or (result.status if result.status != "ok" else "no answer printed")
-    detail = result.stderr.strip()[-ERROR_CHARS:]
-    return f"{why}: {detail}" if detail else why
-
-
-async def run_agent(code: str, task: Task, ctx: Context) -> AgentRun:
+async def run_agent(code: str, task: Task, ctx: Context) -> FunctionCall:
     """Run the agent ``code`` on ``task`` in the sandbox, its calls served through ``ctx``."""
-    token = secrets.token_hex(16)  # marks the driver's answer: the agent cannot forge it
-    run = await run_with_llm(
-        code.rstrip() + "\n" + DRIVER,
-        ctx,
-        agent=AGENT,
-        role=AGENT,
-        stdin=f"{token}\n{task.prompt()}",
-    )
-    report = read_report(run.result.stdout, token)
-    answer = report.get("answer") if report else None
-    if not isinstance(answer, str):
-        return AgentRun(None, run_error(run), run.calls)
-    return AgentRun(answer, None, run.calls)
+    return await call_function(code, "forward", task.prompt(), ctx, agent=AGENT, role=AGENT)
 
 
 @dataclass(frozen=True)

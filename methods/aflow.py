@@ -11,9 +11,9 @@ to it as ``operators.py``: ``generate`` (a free-form call with an instruction), 
 of the candidates agree with), ``review`` (a verdict and feedback), ``revise`` (a fix from the
 feedback) and ``format_answer`` (the final answer in the task's required form). The workflow
 may also call :mod:`maslab_bridge` itself and run operators concurrently
-(``asyncio.gather``). It always runs in the sandbox through :func:`maslab.bridge.run_with_llm`
+(``asyncio.gather``). It always runs in the sandbox through :func:`maslab.bridge.call_function`
 (never in this process): its calls are the sample's, recorded as ``program/<operator>`` (the
-role ``executor``), its answer is the last line the driver prints (its own prints go to stderr).
+role ``executor``); its answer is the value ``workflow`` returns (its own prints never are).
 
 Search (``optimize``, on the validation tasks V, ``validation_rounds`` = r):
 
@@ -79,10 +79,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, Field, ValidationError
 
-from maslab.bridge import run_with_llm
+from maslab.bridge import call_function
 from maslab.context import Context
 from maslab.errors import BudgetExceeded, ConfigError
 from maslab.evaluation import Scorer
@@ -198,19 +197,6 @@ async def workflow(task: str) -> str:
     return await answer(task)
 """
 
-DRIVER = """import asyncio, contextlib, inspect, json, sys
-
-task = open("task.txt", encoding="utf-8").read()
-with contextlib.redirect_stdout(sys.stderr):
-    import workflow as module
-
-    result = module.workflow(task)
-    if inspect.isawaitable(result):
-        result = asyncio.run(result)
-print(json.dumps({"answer": "" if result is None else str(result)}))
-"""
-"""Runs ``workflow.py`` on ``task.txt``; the answer is its last stdout line (JSON)."""
-
 
 class Workflow(BaseModel):
     """A node of the search tree."""
@@ -284,19 +270,6 @@ def usable_code(code: str) -> bool:
         return False
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     return any(isinstance(n, functions) and n.name == "workflow" for n in module.body)
-
-
-def read_answer(stdout: str) -> str | None:
-    """The driver's answer line (the last line of stdout), or None."""
-    lines = stdout.strip().splitlines()
-    if not lines:
-        return None
-    try:
-        value = orjson.loads(lines[-1])
-    except orjson.JSONDecodeError:
-        return None
-    found = value.get("answer") if isinstance(value, dict) else None
-    return found if isinstance(found, str) else None
 
 
 def _cut(text: str) -> str:
@@ -374,13 +347,18 @@ class AFlow(Method):
 
     async def execute(self, code: str, task: Task, ctx: Context) -> Run:
         """Run workflow ``code`` on ``task`` in the sandbox; its calls are ``ctx``'s."""
-        files = {"workflow.py": code, "operators.py": OPERATORS, "task.txt": task.prompt()}
-        run = await run_with_llm(DRIVER, ctx, agent=PROGRAM, role=EXECUTOR, files=files)
-        found = read_answer(run.result.stdout) if run.result.passed else None
-        if found is not None:
-            return Run(answer=found)
-        why = run.violation or run.result.stderr.strip()[-SHOWN_CHARS:] or "no answer printed"
-        return Run(error=f"{run.result.status}: {why}")
+        called = await call_function(
+            code,
+            "workflow",
+            task.prompt(),
+            ctx,
+            agent=PROGRAM,
+            role=EXECUTOR,
+            files={"operators.py": OPERATORS},
+        )
+        if called.answer is None:
+            return Run(error=called.error)
+        return Run(answer=called.answer)
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         workflow = self.best

@@ -8,16 +8,14 @@ Algorithm (per query):
 1. The generator (the paper's fine-tuned MAS-GPT model) reads the query and writes a MAS as
    Python: a function ``forward(task: str) -> str`` in which agents are model calls and messages
    are strings passed between them.
-2. The program runs in the sandbox through :func:`maslab.bridge.run_with_llm`: its calls go to
+2. The program runs in the sandbox through :func:`maslab.bridge.call_function`: its calls go to
    the run's model (the "driver" LLM) through the sample's context (budgeted, cached, in the
    ledger). ``forward``'s return value is the answer.
 
-The program convention: the generator's last code block is saved as ``mas.py``; a runner of
-ours (the sandbox's entry program) reads a per-run token and the task from stdin, imports
-``mas.py``, calls ``forward(task)`` (a coroutine function is run with ``asyncio.run``) and prints
-the answer as JSON after the token, on the last line of stdout, so the program's own prints
-never pass for the answer. The program talks to models with ``maslab_bridge`` (``call_llm``,
-``acall_llm``, ``Agent(name, system=...).ask(...)``).
+The program convention: the generator's last code block is the program; the bridge's driver
+loads it, calls ``forward(task)`` (a coroutine function is run with ``asyncio.run``) and reports
+the value, so the program's own prints never pass for the answer. The program talks to models
+with ``maslab_bridge`` (``call_llm``, ``acall_llm``, ``Agent(name, system=...).ask(...)``).
 
 Who makes which call: ``generator`` writes the code; the program's calls are agent ``program``,
 and ``program/<name>`` for its ``Agent(name)``; ``solver`` answers directly when every program
@@ -52,8 +50,6 @@ direct-answer fallback are ours, not the paper's.
 
 from __future__ import annotations
 
-import json
-import secrets
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -61,8 +57,7 @@ from typing import Any
 from pydantic import Field
 
 from maslab.answers import extract_answer
-from maslab.bridge import LIMITS, MAX_CALLS, ProgramRun, run_with_llm
-from maslab.code_tests import read_report
+from maslab.bridge import LIMITS, MAX_CALLS, call_function
 from maslab.context import Context
 from maslab.errors import BudgetExceeded
 from maslab.method import Method, MethodConfig, register_method
@@ -72,30 +67,6 @@ from maslab.task import Solution, Task
 from maslab.topology import Topology
 
 GENERATOR, PROGRAM, SOLVER = "generator", "program", "solver"
-MAS_FILE = "mas.py"
-_SHOWN_ERROR = 1500  # characters of a failed run's error output shown to the generator
-
-RUNNER = f"""\
-import asyncio
-import importlib.util
-import json
-import sys
-
-token = sys.stdin.readline().strip()
-task = json.loads(sys.stdin.read())
-spec = importlib.util.spec_from_file_location("mas", {MAS_FILE!r})
-mas = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mas)
-forward = getattr(mas, "forward", None)
-if not callable(forward):
-    sys.exit("{MAS_FILE} defines no function forward(task)")
-answer = forward(task)
-if asyncio.iscoroutine(answer):
-    answer = asyncio.run(answer)
-report = {{"answer": None if answer is None else str(answer)}}
-print("\\n" + token + json.dumps(report), flush=True)
-"""
-"""The sandbox's entry program: runs the generated ``mas.py`` and reports its answer."""
 
 EXAMPLES = """\
 Example 1: two agents, one solves and one checks.
@@ -194,21 +165,6 @@ def retry_prompt(error: str) -> str:
     )
 
 
-def failure(run: ProgramRun) -> str:
-    """Why a program run gave no answer, as the generator is shown it."""
-    result = run.result
-    if result.status == "ok":
-        return "It ran, but forward(task) returned no answer (None or empty text)."
-    why = {
-        "timeout": "It ran out of time.",
-        "killed": f"It was ended: {run.violation}." if run.violation else "It was killed.",
-    }.get(result.status, f"It ended with status {result.status}.")
-    stderr = result.stderr.strip()
-    if not stderr:
-        return f"{why} It printed no error."
-    return f"{why} Its error output ends with:\n{stderr[-_SHOWN_ERROR:]}"
-
-
 def program_agent(name: str) -> bool:
     """Whether ``name`` is an agent of the program (``program/<name>``)."""
     return name.startswith(f"{PROGRAM}/") and len(name) > len(PROGRAM) + 1
@@ -269,15 +225,14 @@ class MasGpt(Method):
                 attempts.append({"status": "no code", "calls": 0})
                 prompt = retry_prompt("Your reply held no Python code block.")
                 continue
-            token = secrets.token_hex(16)  # a nonce marking the runner's report, not a draw
             try:
-                run = await run_with_llm(
-                    RUNNER,
+                called = await call_function(
+                    code,
+                    "forward",
+                    task.prompt(),
                     ctx,
                     agent=PROGRAM,
                     limits=limits,
-                    stdin=f"{token}\n{json.dumps(task.prompt())}",
-                    files={MAS_FILE: code},
                     max_calls=cfg.max_program_calls,
                 )
             except BudgetExceeded:
@@ -285,12 +240,11 @@ class MasGpt(Method):
                 if best is not None:
                     ctx.propose(best, attempt=attempt)
                 raise
-            report = read_report(run.result.stdout, token) or {}
-            answer = report.get("answer")
-            attempts.append({"status": run.result.status, "calls": run.calls})
-            if isinstance(answer, str) and answer.strip():
-                return Solution(answer=answer, metadata={"attempts": attempts, "fallback": False})
-            prompt = retry_prompt(failure(run))
+            attempts.append({"status": called.run.result.status, "calls": called.calls})
+            if called.answer is not None and called.answer.strip():
+                metadata = {"attempts": attempts, "fallback": False}
+                return Solution(answer=called.answer, metadata=metadata)
+            prompt = retry_prompt(called.error or "forward returned no answer (empty text)")
         solver = ctx.agent(SOLVER)
         direct = await solver.reply(cot_prompt(task), round=len(attempts), kind="fallback")
         return Solution(answer=direct.content, metadata={"attempts": attempts, "fallback": True})

@@ -112,7 +112,7 @@ async def test_the_seed_agents_run_in_the_sandbox_with_their_calls_counted():
         model = scripted([], {"agent/solver": "\\boxed{42}", "agent/critic": "fine"})
         ctx = Context(model)
         run = await run_agent(code, SIX_SEVEN, ctx)
-        assert run.error is None and run.answer is not None and "42" in run.answer
+        assert run.error == "" and run.answer is not None and "42" in run.answer
         assert [r.agent for r in ctx.ledger.records] == expected[name]
         assert run.calls == len(expected[name])
         assert last_user_message(model.calls[0].request).startswith(SIX_SEVEN.prompt())

@@ -142,7 +142,7 @@ async def test_an_async_forward_with_gathered_agents_runs_concurrently():
         (BROKEN, 0, "SyntaxError"),
         (RAISES_AFTER_2, 2, "ValueError: the plan went wrong"),
         (RETURNS_NONE, 0, "returned no answer"),
-        (NO_FORWARD, 0, "defines no function forward(task)"),
+        (NO_FORWARD, 0, "defines no function named forward"),
     ],
 )
 async def test_a_failed_program_is_retried_with_the_error_shown(bad, calls, shown):
