@@ -14,6 +14,7 @@ repeats: 1
 sampling: {temperature: 0.5, max_tokens: 2048}
 evaluator: llm_judge          # optional; then judge_model is required
 judge_model: openai:gpt-4o-mini
+# evaluator_options: {judge_a: SPEC, judge_b: SPEC}   # the named evaluator's options
 
 A file is checked as a whole (names, configs, providers, endpoint aliases) before anything runs.
 What only the environment can make right (an API key variable, a dataset) is checked per cell,
@@ -42,7 +43,7 @@ from maslab.benchmark import get_benchmark
 from maslab.config_files import load_yaml
 from maslab.context import check_sampling
 from maslab.errors import ConfigError
-from maslab.evaluation import get_evaluator
+from maslab.evaluation import check_evaluator_options, get_evaluator
 from maslab.llm.endpoints import load_endpoints
 from maslab.llm.registry import check_model
 from maslab.method import get_method
@@ -125,6 +126,7 @@ class Sweep(BaseModel):
     sampling: dict[str, Any] = Field(default_factory=lambda: dict(defaults.SAMPLING))
     evaluator: str | None = None
     judge_model: str | None = None
+    evaluator_options: dict[str, Any] = Field(default_factory=dict)
     cache: str | bool = True
     strict_sandbox: bool = False
     native: bool = True
@@ -186,7 +188,21 @@ class Sweep(BaseModel):
         judged = [name for name in sorted(evaluators) if judge_options(name, self.judge_model)]
         if self.judge_model and not judged:
             raise unused_judge("judge_model", sorted(evaluators))
+        if self.evaluator_options:
+            if self.evaluator is None:
+                raise ValueError(
+                    "evaluator_options are the options of one evaluator: name it (evaluator:)"
+                )
+            if self.judge_model and "judge" in self.evaluator_options:
+                raise ValueError("give the judge once: judge_model or evaluator_options judge")
+            check_evaluator_options(self.evaluator, self.scoring(), "evaluator_options")
         return self
+
+    def scoring(self, benchmark: str | None = None) -> dict[str, Any]:
+        """The options of the evaluator that scores ``benchmark`` (the file's evaluator, else
+        the benchmark's own): the judge model where it takes one, then ``evaluator_options``."""
+        name = self.evaluator or get_benchmark(str(benchmark)).evaluator
+        return {**judge_options(name, self.judge_model), **self.evaluator_options}
 
     def cells(self, *, limit: int | None = None) -> list[Cell]:
         """One run per benchmark x method x model, each in its own directory under ``out``;
@@ -214,9 +230,7 @@ class Sweep(BaseModel):
                 seed=self.seed,
                 concurrency=self.concurrency,
                 evaluator=self.evaluator,
-                evaluator_options=judge_options(
-                    self.evaluator or get_benchmark(bench.name).evaluator, self.judge_model
-                ),
+                evaluator_options=self.scoring(bench.name),
                 cache=cache,
                 strict_sandbox=self.strict_sandbox,
                 native=self.native,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import maslab
 from maslab.cli import main
 from maslab.errors import ConfigError
 from maslab.sweep import load_sweep, parse_only, select
@@ -126,3 +127,26 @@ def test_a_cell_whose_agent_model_lacks_its_key_is_set_aside(tmp_path, monkeypat
     assert line.split()[:3] == ["arith/kp/scripted:echo", "before", "running"]
     assert "MASLAB_NO_SUCH_KEY is not set" in line and not (tmp_path / "sweep/arith/kp").exists()
     assert results(tmp_path / "sweep" / "arith" / "vanilla" / "scripted_echo") == 1
+
+
+def test_a_sweep_file_passes_its_evaluator_the_options(tmp_path, capsys):
+    sweep = tmp_path / "sweep.yaml"
+    base = (
+        f"out: {tmp_path / 'sweep'}\nmodels: ['scripted:echo']\nbenchmarks: [arith]\nlimit: 1\n"
+        "cache: false\nmethods: [{name: free_discussion, config: {agents: 2, rounds: 1}}]\n"
+    )
+    sweep.write_text(
+        base + "evaluator: behaviour_coding\n"
+        "evaluator_options: {judge_a: 'scripted:echo', judge_b: 'scripted:echo'}\n"
+    )
+    (cell,) = load_sweep(sweep).cells()
+    assert cell.config.evaluator_options == {"judge_a": "scripted:echo", "judge_b": "scripted:echo"}
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    (record,) = maslab.load_run(tmp_path / "sweep/arith/free_discussion/scripted_echo").records
+    assert record.scoring_usage["calls"] == 2 * 2  # two messages, each coded by both judges
+    sweep.write_text(base + "evaluator: behaviour_coding\nevaluator_options: {judge_a: x}\n")
+    with pytest.raises(ConfigError, match="behaviour_coding needs judge_b"):
+        load_sweep(sweep)
+    sweep.write_text(base + "evaluator_options: {judge_a: 'scripted:echo'}\n")
+    with pytest.raises(ConfigError, match="options of one evaluator: name it"):
+        load_sweep(sweep)
