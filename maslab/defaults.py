@@ -30,5 +30,7 @@ SEED = 0  # the run seed: per-sample random streams and the response cache's dra
 SPLIT = "test"
 
 # Per endpoint of an endpoints file (to be read by maslab.llm.endpoints and litellm_provider).
-ENDPOINT_MAX_CONCURRENCY = 32  # requests in flight
+# Requests in flight to an endpoint without max_concurrency outside a run (a run's is its own
+# concurrency).
+ENDPOINT_MAX_CONCURRENCY = 32
 REQUEST_TIMEOUT_S = 600.0  # seconds per request (also litellm's)

@@ -333,6 +333,7 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> str:
         about.append(repeats)
     if errors := s.describe_errors():
         about.append(f"errors: {errors}")
+    about.extend(m.describe_caps())
     if len(tasks) > max_tasks:
         about.append(f"showing the first {max_tasks} of {len(tasks)} tasks")
     return (

@@ -119,6 +119,10 @@ class Manifest(BaseModel):
     budget: dict[str, Any] = Field(default_factory=dict)
     optimize: dict[str, Any] = Field(default_factory=dict)
     """The optimisation step's split, limit, dataset hash and task ids; empty without one."""
+    concurrency: int | None = None
+    """Model calls in flight across the run (as last run; None for older manifests)."""
+    endpoint_caps: dict[str, int] = Field(default_factory=dict)
+    """The models whose endpoints file capped their calls in flight below ``concurrency``."""
     created: str = ""
     maslab_version: str = ""
     git_commit: str | None = None
@@ -132,6 +136,14 @@ class Manifest(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.IDENTITY}
+
+    def describe_caps(self) -> list[str]:
+        """One line per model in ``endpoint_caps``: its cap binds, not ``--concurrency``."""
+        return [
+            f"{model} caps calls in flight at {cap} (max_concurrency in the endpoints file), "
+            f"below --concurrency {self.concurrency}"
+            for model, cap in self.endpoint_caps.items()
+        ]
 
     def planned(self) -> set[Key] | None:
         """The (task, repeat) keys this run asked for; None for manifests that predate the list."""

@@ -1,7 +1,9 @@
 """The sweep engine: one run = method x benchmark x model x config x repeats.
 
 Every (task, repeat) is an asyncio task. Two caps bound the work: ``concurrency`` model calls
-in flight across the run (on top of each endpoint's own limit), and as many samples in flight.
+in flight across the run, and as many samples in flight. An endpoint takes ``concurrency`` as
+its own cap unless its endpoints file sets ``max_concurrency``; where that is lower, the
+manifest's ``endpoint_caps`` keeps it for the summary to say.
 Each finished sample is scored and appended to the run directory at once; re-running the
 same run skips finished samples and retries errored ones.
 
@@ -87,8 +89,8 @@ class RunConfig(BaseModel):
         sampling: Sampling parameters of every call (MASLab's by default).
         repeats: Independent attempts at each task.
         seed: The run seed: per-sample random streams, response-cache draws, the shuffle.
-        concurrency: Model calls in flight across the run (each endpoint also has its own
-            cap), and as many samples.
+        concurrency: Model calls in flight across the run, and as many samples; also each
+            endpoint's cap, unless the endpoints file sets its ``max_concurrency``.
         evaluator: The scoring protocol; None is the benchmark's default.
         evaluator_options: Keyword arguments of the evaluator's constructor (``judge``).
         max_calls: Per-sample budget: model calls.
@@ -161,7 +163,7 @@ def _git_commit() -> str | None:
 
 _MANIFEST_FIELDS = {
     "method", "method_config", "benchmark", "benchmark_options", "split", "limit", "seed", "data",
-    "model", "model_roles", "native", "sampling", "repeats",
+    "model", "model_roles", "native", "sampling", "repeats", "concurrency",
 }  # fmt: skip
 
 
@@ -171,6 +173,7 @@ def _manifest(
     dataset_hash: str,
     evaluator: str,
     optimize: dict[str, Any],
+    endpoint_caps: dict[str, int],
 ) -> Manifest:
     return Manifest(
         **config.model_dump(include=_MANIFEST_FIELDS),
@@ -186,6 +189,7 @@ def _manifest(
         evaluator_options={k: str(v) for k, v in config.evaluator_options.items()},
         sandbox={**protections(), "strict": config.strict_sandbox},
         optimize=optimize,
+        endpoint_caps=endpoint_caps,
     )
 
 
@@ -221,7 +225,10 @@ class Runner:
             self.optimize_tasks, optimize = self._optimize_split(every)
         self.evaluator_name = config.evaluator or self.benchmark.evaluator
         self.models = ModelPool(
-            endpoints=config.endpoints, cache=config.cache, native=config.native
+            endpoints=config.endpoints,
+            cache=config.cache,
+            native=config.native,
+            concurrency=config.concurrency,
         )
         evaluator = get_evaluator(self.evaluator_name)
         options = dict(config.evaluator_options)
@@ -236,7 +243,12 @@ class Runner:
         self.store = RunStore(config.out)
         self.todo: list[tuple[Task, int]] | None = None
         self.manifest = _manifest(
-            config, self.tasks, self.dataset_hash, self.evaluator_name, optimize
+            config,
+            self.tasks,
+            self.dataset_hash,
+            self.evaluator_name,
+            optimize,
+            self.models.binding_caps(),
         )
         self._succeeded = False
         self._endpoint_failures = 0

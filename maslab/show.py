@@ -49,6 +49,8 @@ def show_run(
         console.print(f"errors: {escape(errors)}")
     if optimization := s.describe_optimization():
         console.print(escape(optimization))
+    for cap in manifest.describe_caps():
+        console.print(escape(cap))
     headers = ("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls")
     table = Table(*(Column(h, overflow="fold") for h in headers))
     for r in records:

@@ -106,6 +106,8 @@ def _print_summary(result: RunResult) -> None:
         console.print(f"  errors: {escape(errors)}")
     if optimization := s.describe_optimization():
         console.print(f"  {escape(optimization)}")
+    for cap in result.manifest.describe_caps():
+        console.print(f"  [yellow]{escape(cap)}[/]")
     console.print(
         f"  per sample: {s.mean_tokens:,.0f} tokens used ({s.mean_spent_tokens:,.0f} newly spent, "
         f"{s.mean_cached_tokens:,.0f} replayed from cache), {s.mean_calls:.1f} calls, "

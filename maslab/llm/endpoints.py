@@ -5,7 +5,7 @@ An endpoints file maps a model alias to one or more OpenAI-compatible endpoints:
     qwen-72b:
       - base_url: http://gpu1:8000/v1
         model: Qwen/Qwen2.5-72B-Instruct   # name the server knows (default: the alias)
-        max_concurrency: 64
+        max_concurrency: 64               # unset: the run's --concurrency
       - base_url: http://gpu2:8000/v1
         model: Qwen/Qwen2.5-72B-Instruct
     gpt-4o-mini:
@@ -18,7 +18,9 @@ An endpoints file maps a model alias to one or more OpenAI-compatible endpoints:
         structured_output: json_object     # native JSON schema, in llama-cpp-python's form
         tools: true                        # native function calling
 
-Several endpoints under one alias are load-balanced (least requests in flight). API keys are
+Several endpoints under one alias are load-balanced (least requests in flight). An endpoint
+without ``max_concurrency`` (any ``model@url`` or default-server one too) takes the run's
+``concurrency`` as its cap, and ``ENDPOINT_MAX_CONCURRENCY`` outside a run. API keys are
 only ever read from the environment variable an endpoint names, and are registered as secrets
 the moment they are read. ``retry`` is the alias's retry policy (every endpoint of an alias
 that sets one must set the same).
@@ -64,7 +66,7 @@ class Endpoint(BaseModel):
     base_url: str
     model: str | None = None
     api_key_env: str | None = None
-    max_concurrency: int = Field(ENDPOINT_MAX_CONCURRENCY, ge=1)
+    max_concurrency: int | None = Field(None, ge=1)  # None: see ``cap``
     rpm: float | None = Field(None, gt=0)
     timeout: float = Field(REQUEST_TIMEOUT_S, gt=0)
     transport: Literal["http", "sdk"] = "http"
@@ -80,6 +82,10 @@ class Endpoint(BaseModel):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    def cap(self, concurrency: int = ENDPOINT_MAX_CONCURRENCY) -> int:
+        """Requests in flight: ``max_concurrency`` where set, else ``concurrency`` (a run's)."""
+        return self.max_concurrency or concurrency
 
     def supports(self, feature: Feature) -> bool:
         """Whether the server does ``feature`` natively: as set, else only OpenAI's own API."""

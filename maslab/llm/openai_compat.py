@@ -223,8 +223,11 @@ class OpenAITransport(ChatModelBase):
 class OpenAIHTTP(OpenAITransport):
     """Chat completions over a pooled aiohttp session (one per endpoint and event loop)."""
 
-    def __init__(self, endpoint: Endpoint, model: str, api_key: str | None) -> None:
+    def __init__(
+        self, endpoint: Endpoint, model: str, api_key: str | None, max_concurrency: int
+    ) -> None:
         super().__init__(endpoint, model)
+        self.max_concurrency = max_concurrency  # the connection pool's size
         self._url = f"{endpoint.base_url}/chat/completions"
         self._headers = {"Content-Type": "application/json", **endpoint.headers}
         if api_key:
@@ -235,7 +238,7 @@ class OpenAIHTTP(OpenAITransport):
     def _client(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._loop is not loop:
-            connector = aiohttp.TCPConnector(limit=self.endpoint.max_concurrency, limit_per_host=0)
+            connector = aiohttp.TCPConnector(limit=self.max_concurrency, limit_per_host=0)
             timeout = aiohttp.ClientTimeout(total=self.endpoint.timeout)
             self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
             self._loop = loop
@@ -334,7 +337,11 @@ _SDK_PARAMS = frozenset(
 )  # fmt: skip
 
 
-def openai_transport(endpoint: Endpoint, model: str, api_key: str | None) -> OpenAITransport:
-    """The transport an endpoint asks for."""
-    cls = OpenAISDK if endpoint.transport == "sdk" else OpenAIHTTP
-    return cls(endpoint, model, api_key)
+def openai_transport(
+    endpoint: Endpoint, model: str, api_key: str | None, max_concurrency: int
+) -> OpenAITransport:
+    """The transport an endpoint asks for, with connections for ``max_concurrency`` requests
+    in flight (the openai package's client pools its own)."""
+    if endpoint.transport == "sdk":
+        return OpenAISDK(endpoint, model, api_key)
+    return OpenAIHTTP(endpoint, model, api_key, max_concurrency)

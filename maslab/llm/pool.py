@@ -72,6 +72,11 @@ class Balanced(ChatModelBase):
         self.endpoints = list(endpoints)
         self.retry = retry
 
+    @property
+    def max_concurrency(self) -> int:
+        """Requests in flight its endpoints take together."""
+        return sum(e.max_concurrency for e in self.endpoints)
+
     async def complete(self, request: ChatRequest) -> Completion:
         now = time.monotonic()
         target = min(

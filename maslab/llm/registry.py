@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from maslab.defaults import ENDPOINT_MAX_CONCURRENCY
 from maslab.errors import ConfigError
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.endpoints import (
@@ -35,9 +36,11 @@ from maslab.plugins import PluginGroup
 
 @dataclass(frozen=True)
 class ModelSettings:
-    """What every provider may need besides its name."""
+    """What every provider may need besides its name: the endpoints table, and the requests in
+    flight an endpoint without its own ``max_concurrency`` takes."""
 
     endpoints: EndpointsFile | None = None
+    concurrency: int = ENDPOINT_MAX_CONCURRENCY
 
 
 ProviderFactory = Callable[[str, ModelSettings], ChatModelBase]
@@ -99,10 +102,11 @@ def check_model(spec: str, endpoints: Endpoints = None, *, keys: bool = True) ->
 def _openai(name: str, settings: ModelSettings) -> ChatModelBase:
     """OpenAI or any OpenAI-compatible server: an endpoints-file alias, or <model>@<URL>."""
     alias, endpoints = resolve_endpoints(name, settings.endpoints)
-    limited = [
-        Limited(openai_transport(e, e.model or alias, e.api_key(alias)), e.max_concurrency, e.rpm)
-        for e in endpoints
-    ]
+    limited = []
+    for e in endpoints:
+        cap = e.cap(settings.concurrency)
+        transport = openai_transport(e, e.model or alias, e.api_key(alias), cap)
+        limited.append(Limited(transport, cap, e.rpm))
     return Balanced(f"openai:{alias}", limited, retry=alias_retry(alias, endpoints))
 
 
@@ -147,6 +151,7 @@ def load_model(
     cache: ResponseCache | str | Path | None = None,
     retry: RetryPolicy | None = None,
     native: bool = True,
+    concurrency: int = ENDPOINT_MAX_CONCURRENCY,
 ) -> ChatModelBase:
     """Build the model stack for ``spec`` (``openai:gpt-4o-mini``, ``scripted:echo``, ...).
 
@@ -154,10 +159,12 @@ def load_model(
     YAML file; ``cache`` a :class:`ResponseCache` or the path of its SQLite file (None: no
     cache); ``retry`` the retry policy, unless the endpoints of the model's alias set their own.
     ``native=False`` hides what the model does natively (structured output, tools), so every
-    method asks for JSON in text, as with a server that does neither.
+    method asks for JSON in text, as with a server that does neither. ``concurrency`` caps the
+    requests in flight to each endpoint that sets no ``max_concurrency`` (a run passes its own).
     """
     provider, name = parse_spec(spec)
-    inner = _PROVIDERS[provider](name, ModelSettings(endpoints_table(endpoints)))
+    settings = ModelSettings(endpoints_table(endpoints), concurrency)
+    inner = _PROVIDERS[provider](name, settings)
     own = inner.retry if isinstance(inner, Balanced) else None
     model: ChatModelBase = Retrying(inner, own or retry)
     if not native:
@@ -170,7 +177,11 @@ def load_model(
 
 
 class ModelPool:
-    """Loads each spec once and shares the stack, so all agents on a model share its limits."""
+    """Loads each spec once and shares the stack, so all agents on a model share its limits.
+
+    ``concurrency`` is the requests in flight an endpoint without its own ``max_concurrency``
+    takes: a run's ``concurrency``, so a ``model@url`` spec is never the tighter cap.
+    """
 
     def __init__(
         self,
@@ -179,11 +190,13 @@ class ModelPool:
         cache: ResponseCache | str | Path | None = None,
         retry: RetryPolicy | None = None,
         native: bool = True,
+        concurrency: int = ENDPOINT_MAX_CONCURRENCY,
     ) -> None:
         self.endpoints = endpoints_table(endpoints)
         self.cache = ResponseCache(cache) if isinstance(cache, (str, Path)) else cache
         self.retry = retry
         self.native = native
+        self.concurrency = concurrency
         self._models: dict[str, ChatModelBase] = {}
 
     def get(self, spec: str) -> ChatModelBase:
@@ -194,8 +207,20 @@ class ModelPool:
                 cache=self.cache,
                 retry=self.retry,
                 native=self.native,
+                concurrency=self.concurrency,
             )
         return self._models[spec]
+
+    def binding_caps(self) -> dict[str, int]:
+        """The loaded models whose endpoints together take fewer requests in flight than
+        ``concurrency`` (only an explicit ``max_concurrency`` can): spec -> that number."""
+        caps = {}
+        for spec, model in self._models.items():
+            while isinstance(model, Middleware):
+                model = model.inner
+            if isinstance(model, Balanced) and model.max_concurrency < self.concurrency:
+                caps[spec] = model.max_concurrency
+        return caps
 
     async def aclose(self) -> None:
         for model in self._models.values():
