@@ -1,41 +1,5 @@
-"""Bundled benchmarks. Importing this package registers every benchmark in it."""
+"""Bundled benchmarks, one module each; a module registers its benchmarks when imported.
 
-from maslab.benchmarks import (
-    aime2024,
-    aime2025,
-    aqua_rat,
-    arith,
-    collab_maze,
-    discrim_eval_open,
-    gpqa_diamond,
-    gsm8k,
-    gsm_hard,
-    humaneval,
-    math500,
-    mbpp,
-    medmcqa,
-    medqa,
-    mmlu,
-    mmlu_pro,
-    scibench,
-)
-
-__all__ = [
-    "aime2024",
-    "aime2025",
-    "aqua_rat",
-    "arith",
-    "collab_maze",
-    "discrim_eval_open",
-    "gpqa_diamond",
-    "gsm8k",
-    "gsm_hard",
-    "humaneval",
-    "math500",
-    "mbpp",
-    "medmcqa",
-    "medqa",
-    "mmlu",
-    "mmlu_pro",
-    "scibench",
-]
+The registry imports a module when its name is first asked for, and all of them to list
+them (:mod:`maslab.registry`); importing this package alone registers nothing.
+"""

@@ -1,25 +1,5 @@
-"""Bundled evaluators. Importing this package registers every evaluator in it."""
+"""Bundled evaluators, one module each; a module registers its evaluators when imported.
 
-from maslab.evaluators import (
-    behaviour_coding,
-    choice,
-    choice_bias,
-    code,
-    collab_maze,
-    exact,
-    llm_judge,
-    math,
-    numeric,
-)
-
-__all__ = [
-    "behaviour_coding",
-    "choice",
-    "choice_bias",
-    "code",
-    "collab_maze",
-    "exact",
-    "llm_judge",
-    "math",
-    "numeric",
-]
+The registry imports a module when its name is first asked for, and all of them to list
+them (:mod:`maslab.registry`); importing this package alone registers nothing.
+"""

@@ -37,19 +37,68 @@ core reaches a plug-in only through its registry.
     outcome = debate.run("What is 17 * 23?", "openai:gpt-4o-mini")
 """
 
-from maslab.agents import Agent
-from maslab.benchmark import Benchmark, get_benchmark, list_benchmarks
-from maslab.context import Budget, Context
-from maslab.errors import BudgetExceeded, ConfigError, LLMError, MaslabError, SampleEnded
-from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
-from maslab.harness import aevaluate, evaluate
-from maslab.llm.registry import ModelPool, load_model
-from maslab.llm.types import ChatModel, Completion, Usage
-from maslab.messages import Message, Transcript
-from maslab.method import Method, MethodConfig, get_method, list_methods, register_method
-from maslab.run_result import RunResult, load_run
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from maslab.lazy import lazy_exports
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time each name loads on first use
+    from maslab.agents import Agent
+    from maslab.benchmark import Benchmark, get_benchmark, list_benchmarks
+    from maslab.context import Budget, Context
+    from maslab.errors import BudgetExceeded, ConfigError, LLMError, MaslabError, SampleEnded
+    from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
+    from maslab.harness import aevaluate, evaluate
+    from maslab.llm.registry import ModelPool, load_model
+    from maslab.llm.types import ChatModel, Completion, Usage
+    from maslab.messages import Message, Transcript
+    from maslab.method import Method, MethodConfig, get_method, list_methods, register_method
+    from maslab.run_result import RunResult, load_run
+    from maslab.task import Solution, Task
+    from maslab.topology import Topology
+
+# public name -> the module that defines it: `import maslab` stays cheap (the CLI and a
+# worker import only what they use), and `maslab.X` imports X's module on first access
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "Agent": "maslab.agents",
+        "Benchmark": "maslab.benchmark",
+        "get_benchmark": "maslab.benchmark",
+        "list_benchmarks": "maslab.benchmark",
+        "Budget": "maslab.context",
+        "Context": "maslab.context",
+        "BudgetExceeded": "maslab.errors",
+        "ConfigError": "maslab.errors",
+        "LLMError": "maslab.errors",
+        "MaslabError": "maslab.errors",
+        "SampleEnded": "maslab.errors",
+        "Evaluator": "maslab.evaluation",
+        "Score": "maslab.evaluation",
+        "get_evaluator": "maslab.evaluation",
+        "list_evaluators": "maslab.evaluation",
+        "aevaluate": "maslab.harness",
+        "evaluate": "maslab.harness",
+        "ModelPool": "maslab.llm.registry",
+        "load_model": "maslab.llm.registry",
+        "ChatModel": "maslab.llm.types",
+        "Completion": "maslab.llm.types",
+        "Usage": "maslab.llm.types",
+        "Message": "maslab.messages",
+        "Transcript": "maslab.messages",
+        "Method": "maslab.method",
+        "MethodConfig": "maslab.method",
+        "get_method": "maslab.method",
+        "list_methods": "maslab.method",
+        "register_method": "maslab.method",
+        "RunResult": "maslab.run_result",
+        "load_run": "maslab.run_result",
+        "Solution": "maslab.task",
+        "Task": "maslab.task",
+        "Topology": "maslab.topology",
+    },
+)
 
 __version__ = "0.1.0"
 

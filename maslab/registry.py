@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import pkgutil
+import re
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -16,9 +18,11 @@ C = TypeVar("C", bound=type)
 class Registry(Generic[C]):
     """Classes registered under explicit names; lookups never guess by substring.
 
-    ``package`` is imported on first lookup (it registers the bundled classes); installed
-    distributions can add more through the entry-point group ``maslab.<kind>s`` (see
-    :mod:`maslab.plugins`).
+    The bundled classes live in the modules of ``package``, each registering its own: a lookup
+    imports the module of the name asked for (``maslab.methods.llm_debate`` for
+    ``llm_debate``), and a listing, or a name no module is called, imports them all. Installed
+    distributions add more through the entry-point group ``maslab.<kind>s`` (see
+    :mod:`maslab.plugins`), loaded on the first lookup either way.
     """
 
     def __init__(self, kind: str, package: str) -> None:
@@ -26,6 +30,7 @@ class Registry(Generic[C]):
         self.package = package
         self._classes: dict[str, C] = {}
         self._plugins = PluginGroup(f"maslab.{kind}s", self._add_plugin)
+        self._discovered = False
 
     def register(self, name: str) -> Callable[[C], C]:
         """Class decorator; sets ``cls.name``."""
@@ -48,7 +53,21 @@ class Registry(Generic[C]):
             self.register(name)(cls)
 
     def _discover(self) -> None:
-        importlib.import_module(self.package)
+        """Import every bundled module and load the plugins."""
+        if not self._discovered:
+            package = importlib.import_module(self.package)
+            for module in pkgutil.iter_modules(package.__path__):
+                importlib.import_module(f"{self.package}.{module.name}")
+            self._discovered = True
+        self._plugins.load()
+
+    def _find(self, name: str) -> None:
+        """Import the bundled module named ``name``, if there is one (start-up stays cheap: a
+        run imports its own method, not all of them), then load the plugins."""
+        if re.fullmatch(r"[a-z_][a-z0-9_]*", name) and name not in self._classes:
+            package = importlib.import_module(self.package)
+            if any(m.name == name for m in pkgutil.iter_modules(package.__path__)):
+                importlib.import_module(f"{self.package}.{name}")
         self._plugins.load()
 
     def names(self) -> list[str]:
@@ -59,6 +78,9 @@ class Registry(Generic[C]):
         """The class registered as ``name``; a one-line error with close matches otherwise."""
         if not isinstance(name, str):
             raise ConfigError(f"a {self.kind} name is a string, got {type(name).__name__}")
+        self._find(name)
+        if name in self._classes:
+            return self._classes[name]
         self._discover()
         if name in self._classes:
             return self._classes[name]

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 
-import maslab.methods  # noqa: F401  (registers every method)
 from maslab.benchmarks.collab_maze import CollabMaze, format_route
 from maslab.context import Budget, Context
 from maslab.evaluators.collab_maze import parse_route

@@ -27,7 +27,6 @@ from maslab.llm.endpoints import (
     endpoints_table,
     resolve_endpoints,
 )
-from maslab.llm.openai_compat import openai_transport
 from maslab.llm.pool import Balanced, Limited
 from maslab.llm.retry import Retrying, RetryPolicy
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature, Middleware
@@ -101,6 +100,8 @@ def check_model(spec: str, endpoints: Endpoints = None, *, keys: bool = True) ->
 @register_provider("openai")
 def _openai(name: str, settings: ModelSettings) -> ChatModelBase:
     """OpenAI or any OpenAI-compatible server: an endpoints-file alias, or <model>@<URL>."""
+    from maslab.llm.openai_compat import openai_transport  # aiohttp loads only when used
+
     alias, endpoints = resolve_endpoints(name, settings.endpoints)
     limited = []
     for e in endpoints:

@@ -9,17 +9,39 @@
   counters (requests, served tokens, peak in-flight).
 """
 
-from maslab.testing.fake_server import FAULTS, FakeOpenAIServer
-from maslab.testing.scripted import (
-    Reply,
-    Script,
-    ScriptedCall,
-    ScriptedModel,
-    ScriptError,
-    count_prompt_tokens,
-    count_tokens,
-    echo,
-    last_user_message,
+from typing import TYPE_CHECKING
+
+from maslab.lazy import lazy_exports
+
+if TYPE_CHECKING:  # each name below loads on first use (see maslab.lazy)
+    from maslab.testing.fake_server import FAULTS, FakeOpenAIServer
+    from maslab.testing.scripted import (
+        Reply,
+        Script,
+        ScriptedCall,
+        ScriptedModel,
+        ScriptError,
+        count_prompt_tokens,
+        count_tokens,
+        echo,
+        last_user_message,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "FAULTS": "maslab.testing.fake_server",
+        "FakeOpenAIServer": "maslab.testing.fake_server",
+        "Reply": "maslab.testing.scripted",
+        "Script": "maslab.testing.scripted",
+        "ScriptedCall": "maslab.testing.scripted",
+        "ScriptedModel": "maslab.testing.scripted",
+        "ScriptError": "maslab.testing.scripted",
+        "count_prompt_tokens": "maslab.testing.scripted",
+        "count_tokens": "maslab.testing.scripted",
+        "echo": "maslab.testing.scripted",
+        "last_user_message": "maslab.testing.scripted",
+    },
 )
 
 __all__ = [

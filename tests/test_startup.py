@@ -1,0 +1,54 @@
+"""Start-up stays cheap: importing maslab, or running a scripted sample, loads only what it uses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The top-level modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_importing_maslab_loads_none_of_its_layers():
+    loaded = _loaded_after("import maslab")
+    assert not loaded & {"aiohttp", "networkx", "numpy", "matplotlib", "pydantic", "tenacity"}
+
+
+def test_a_public_name_loads_on_first_use():
+    import maslab
+
+    assert maslab.get_method("vanilla").name == "vanilla"
+    assert "get_method" in dir(maslab)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        maslab.nope  # noqa: B018
+
+
+def test_looking_a_method_up_imports_its_module_only():
+    code = (
+        "import sys\nfrom maslab.method import get_method\nget_method('vanilla')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('maslab.methods.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['maslab.methods.vanilla']"
+
+
+def test_listing_still_finds_every_bundled_method():
+    from maslab.method import list_methods
+
+    assert {"vanilla", "llm_debate", "goagent", "mas_gpt"} <= set(list_methods())
+
+
+def test_a_scripted_run_never_loads_the_http_client(tmp_path):
+    code = (
+        "from maslab.cli import main\n"
+        f"main(['run', '--method', 'vanilla', '--benchmark', 'arith', '--limit', '1', "
+        f"'--model', 'scripted:echo', '--out', {str(tmp_path / 'run')!r}, '--quiet'])"
+    )
+    loaded = _loaded_after(code)
+    assert "aiohttp" not in loaded and "openai" not in loaded
