@@ -18,7 +18,8 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from importlib.metadata import entry_points
+from functools import cache
+from importlib.metadata import EntryPoints, entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,6 +38,13 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+@cache
+def _installed_entry_points() -> EntryPoints:
+    """Every installed distribution's entry points, read once per process (reading them is a
+    walk over every distribution's metadata: once, not once per group)."""
+    return entry_points()
+
+
 class PluginGroup:
     """The entry points of one group, loaded on the first :meth:`load` and never again.
 
@@ -53,7 +61,7 @@ class PluginGroup:
         if self._loaded:
             return
         self._loaded = True
-        for point in entry_points(group=self.group):
+        for point in _installed_entry_points().select(group=self.group):
             dist = point.dist.name if point.dist is not None else None
             try:
                 loaded = point.load()

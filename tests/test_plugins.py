@@ -9,7 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
-from importlib.metadata import EntryPoint
+from importlib.metadata import EntryPoint, EntryPoints
 from pathlib import Path
 
 import orjson
@@ -154,7 +154,7 @@ def test_plugin_failures_are_warned_once_and_skipped(monkeypatch, caplog):
         EntryPoint("not_a_class", "os:getcwd", "maslab.methods"),
         EntryPoint("zz_nodoc", f"{__name__}:NoDoc", "maslab.methods"),
     ]
-    monkeypatch.setattr(plugins, "entry_points", lambda group: points)
+    monkeypatch.setattr(plugins, "_installed_entry_points", lambda: EntryPoints(points))
     fresh = Registry("method", "maslab.methods")
     with caplog.at_level(logging.WARNING, logger="maslab.plugins"):
         assert fresh.names() == ["zz_nodoc"]

@@ -52,3 +52,21 @@ def test_a_scripted_run_never_loads_the_http_client(tmp_path):
     )
     loaded = _loaded_after(code)
     assert "aiohttp" not in loaded and "openai" not in loaded
+
+
+def test_entry_points_are_read_once_for_every_plugin_group(monkeypatch):
+    from importlib.metadata import EntryPoints
+
+    from maslab import plugins
+    from maslab.registry import Registry
+
+    reads = []
+    monkeypatch.setattr(plugins, "entry_points", lambda: reads.append(1) or EntryPoints([]))
+    plugins._installed_entry_points.cache_clear()
+    try:
+        Registry("method", "maslab.methods").names()
+        Registry("benchmark", "maslab.benchmarks").names()
+        Registry("evaluator", "maslab.evaluators").names()
+    finally:
+        plugins._installed_entry_points.cache_clear()
+    assert len(reads) == 1
