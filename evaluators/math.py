@@ -1,11 +1,13 @@
 """``math``: mathematical equivalence with math-verify, under a per-answer time limit.
 
 math-verify enforces its own time limits with ``signal.alarm``, which only works in the main
-thread. We switch those off and run math-verify in one persistent child process per evaluator
-(started on first use, with the ``spawn`` method, so a script that scores answers needs the usual
-``if __name__ == "__main__":`` guard). One dedicated thread talks to the child, so calls from any
-thread or event loop are served one at a time. An answer that takes longer than ``timeout_s``
-scores wrong ("math-verify timed out"); the child is killed and the next call starts a fresh one.
+thread. We switch those off and run math-verify in a pool of persistent child processes per
+evaluator (``workers``, by default ``min(4, os.cpu_count())``; started with the ``spawn`` method,
+so a script that scores answers needs the usual ``if __name__ == "__main__":`` guard). Each child
+serves one answer at a time, and a pool thread waits on each busy child, so calls from any thread
+or event loop run in parallel up to the pool's size. A child starts only when every running one
+is busy. An answer that takes longer than ``timeout_s`` scores wrong ("math-verify timed out");
+its child is killed and the next call that needs it starts a fresh one; the others run on.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
+import queue
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -29,6 +34,7 @@ Check = tuple[bool | None, str | None]
 
 _READY = "ready"
 _START_TIMEOUT_S = 60.0  # spawning and importing math-verify; not part of an answer's time
+_WORKERS = min(4, os.cpu_count() or 1)
 
 
 class _WorkerFailed(Exception):
@@ -47,8 +53,9 @@ def _check(gold: str, answer: str) -> Check:
     return verify(expected, predicted, timeout_seconds=None), shown
 
 
-def _serve(conn: Connection) -> None:
-    """Child process main loop: answer ``(gold, answer)`` requests until the pipe closes."""
+def _serve(conn: Connection, check: Callable[[str, str], Check]) -> None:
+    """Child process main loop: answer ``(gold, answer)`` requests with ``check`` until the pipe
+    closes."""
     import math_verify  # noqa: F401  (import before reporting ready)
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # "timeout is disabled" warnings
@@ -59,17 +66,17 @@ def _serve(conn: Connection) -> None:
         except (EOFError, OSError):
             return
         try:
-            result = _check(gold, answer)
+            result = check(gold, answer)
         except Exception:  # math-verify mostly catches its own errors; never let one kill us
             result = (None, None)
         conn.send(result)
 
 
 class _Worker:
-    """The child process and the one thread that talks to it."""
+    """One child process, started on first use; one check at a time (the pool sees to that)."""
 
-    def __init__(self) -> None:
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="math-verify")
+    def __init__(self, check: Callable[[str, str], Check]) -> None:
+        self._check = check
         self._process: BaseProcess | None = None
         self._conn: Connection | None = None
 
@@ -77,14 +84,7 @@ class _Worker:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
-    async def check(self, gold: str, answer: str, timeout: float) -> Check:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, self._run, gold, answer, timeout)
-
-    async def close(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._thread, self._stop)
-
-    def _run(self, gold: str, answer: str, timeout: float) -> Check:
+    def run(self, gold: str, answer: str, timeout: float) -> Check:
         conn = self._connection()
         try:
             conn.send((gold, answer))
@@ -93,17 +93,17 @@ class _Worker:
             reason = "math-verify timed out"
         except (EOFError, OSError):
             reason = "math-verify worker died"
-        self._stop()
+        self.stop()
         raise _WorkerFailed(reason)
 
     def _connection(self) -> Connection:
         if self._conn is not None and self._process is not None and self._process.is_alive():
             return self._conn
-        self._stop()
+        self.stop()
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
         self._process = context.Process(
-            target=_serve, args=(child,), name="maslab-math-verify", daemon=True
+            target=_serve, args=(child, self._check), name="maslab-math-verify", daemon=True
         )
         self._process.start()
         child.close()
@@ -112,11 +112,11 @@ class _Worker:
         except (EOFError, OSError):
             ready = False
         if not ready:
-            self._stop()
+            self.stop()
             raise RuntimeError("the math-verify worker process did not start")
         return self._conn
 
-    def _stop(self) -> None:
+    def stop(self) -> None:
         if self._conn is not None:
             self._conn.close()
         if self._process is not None:
@@ -125,21 +125,62 @@ class _Worker:
         self._conn = self._process = None
 
 
+class _Pool:
+    """``size`` workers and a thread for each; a check takes the idle worker used last, so a
+    process starts only when more checks than running processes are in flight."""
+
+    def __init__(self, size: int, check: Callable[[str, str], Check]) -> None:
+        self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="math-verify")
+        self._workers = [_Worker(check) for _ in range(size)]
+        self._idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
+        for worker in self._workers:
+            self._idle.put(worker)
+
+    @property
+    def pids(self) -> set[int]:
+        """The process ids of the running workers."""
+        return {worker.pid for worker in self._workers if worker.pid is not None}
+
+    async def check(self, gold: str, answer: str, timeout: float) -> Check:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads, self._run, gold, answer, timeout)
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._threads, self._stop)
+
+    def _run(self, gold: str, answer: str, timeout: float) -> Check:
+        worker = self._idle.get()
+        try:
+            return worker.run(gold, answer, timeout)
+        finally:
+            self._idle.put(worker)
+
+    def _stop(self) -> None:
+        held = [self._idle.get() for _ in self._workers]  # after the checks in progress
+        for worker in held:
+            worker.stop()
+            self._idle.put(worker)
+
+
 @register_evaluator("math")
 class MathEvaluator(Evaluator):
     """Math equivalence with math-verify (LaTeX, fractions, roots, sets, intervals, equations)."""
 
-    def __init__(self, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, *, timeout_s: float = 5.0, workers: int = _WORKERS) -> None:
         super().__init__()
         if not timeout_s > 0:
             raise ConfigError(f"math evaluator: timeout_s must be > 0, got {timeout_s}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ConfigError(
+                f"math evaluator: workers must be a whole number >= 1, got {workers!r}"
+            )
         self.timeout_s = timeout_s
-        self._worker = _Worker()
+        self._pool = _Pool(workers, _check)
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         gold = gold_of(task)
         try:
-            verdict, parsed = await self._worker.check(gold, answer, self.timeout_s)
+            verdict, parsed = await self._pool.check(gold, answer, self.timeout_s)
         except _WorkerFailed as failure:
             extracted = extract_answer(answer, "math")
             return Score(value=0.0, correct=False, extracted=extracted, explanation=str(failure))
@@ -154,4 +195,4 @@ class MathEvaluator(Evaluator):
         return Score.graded(verdict, extracted, gold)
 
     async def aclose(self) -> None:
-        await self._worker.close()
+        await self._pool.close()

@@ -9,10 +9,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from math_hooks import MEET_S, meeting_check
 
 from maslab.agreement import Agreement, compare_evaluators, format_agreement
 from maslab.errors import ConfigError, LLMError
 from maslab.evaluation import Evaluator, Score, Scorer, get_evaluator, list_evaluators
+from maslab.evaluators import math as math_evaluators
 from maslab.evaluators.llm_judge import NO_ANSWER, LLMJudgeEvaluator, parse_verdict
 from maslab.evaluators.math import MathEvaluator
 from maslab.task import Task
@@ -238,18 +240,51 @@ async def test_math_timeout_replaces_the_worker():
     evaluator = MathEvaluator(timeout_s=0.5)
     try:
         await evaluator.score(math_task("1"), r"\boxed{1}")  # start the worker
-        first = evaluator._worker.pid
+        (first,) = evaluator._pool.pids
         # sympy tries to build 10^(10^10) while comparing: hangs far beyond the limit
         slow = await evaluator.score(math_task("x^2+2x+1"), r"\boxed{10^{10^{10}}}")
         assert not slow.correct and slow.explanation == "math-verify timed out"
-        assert evaluator._worker.pid is None  # killed
+        assert evaluator._pool.pids == set()  # killed
         evaluator.timeout_s = 5.0
         after = await evaluator.score(math_task(r"\frac{1}{2}"), "0.5")
         assert after.correct
-        assert evaluator._worker.pid not in (None, first)
+        assert len(evaluator._pool.pids) == 1 and first not in evaluator._pool.pids
     finally:
         await evaluator.aclose()
-    assert evaluator._worker.pid is None
+    assert evaluator._pool.pids == set()
+
+
+async def meet(evaluator: MathEvaluator, folder: Path) -> list[tuple[int, int]]:
+    """(pid, checks in workers at once) of two concurrent checks by ``meeting_check``."""
+    scores = await asyncio.gather(
+        *(evaluator.score(math_task(str(folder)), name) for name in ("a", "b"))
+    )
+    return [tuple(map(int, score.extracted.split())) for score in scores]
+
+
+async def test_math_checks_run_in_parallel_and_a_timeout_replaces_only_its_worker(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setattr(math_evaluators, "_check", meeting_check)
+    evaluator = MathEvaluator(workers=2, timeout_s=2 * MEET_S)
+    try:
+        met = await meet(evaluator, tmp_path)
+        assert [checks for _, checks in met] == [2, 2]  # both were in a worker at once
+        started = evaluator._pool.pids
+        assert {pid for pid, _ in met} == started and len(started) == 2
+        evaluator.timeout_s = 0.5
+        slow = await evaluator.score(math_task(str(tmp_path)), "hang")
+        assert not slow.correct and slow.explanation == "math-verify timed out"
+        assert len(evaluator._pool.pids) == 1 and evaluator._pool.pids < started
+    finally:
+        await evaluator.aclose()
+    assert evaluator._pool.pids == set()
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, "2", True])
+def test_math_workers_must_be_a_positive_whole_number(workers):
+    with pytest.raises(ConfigError, match="workers must be a whole number >= 1"):
+        MathEvaluator(workers=workers)
 
 
 async def test_math_from_concurrent_tasks_and_threads(math_evaluator):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from itertools import combinations
 
 import numpy as np
 import pytest
 
+from maslab import stats
 from maslab.evaluation import Score
 from maslab.results import ResultRecord
 from maslab.stats import (
@@ -87,6 +89,45 @@ def test_bootstrap_is_deterministic_and_covers_the_mean():
     assert ci[0] < lo < hi < ci[1]
     with pytest.raises(ValueError):
         bootstrap_ci([])
+
+
+def one_array_bootstrap(values, statistic, n_resamples: int, seed: int) -> tuple[float, float]:
+    """The bootstrap before batching: one (n_resamples, n) index array."""
+    rng = np.random.default_rng(seed)
+    samples = values[rng.integers(0, values.size, size=(n_resamples, values.size))]
+    alpha = (1 - 0.95) / 2
+    lo, hi = np.quantile([statistic(s) for s in samples], [alpha, 1 - alpha])
+    return (float(lo), float(hi))
+
+
+@pytest.mark.parametrize("batch_bytes", [1, 12 * 37 * 5, 2**30])
+@pytest.mark.parametrize("statistic", [np.mean, np.median])
+def test_bootstrap_batches_leave_the_interval_unchanged(monkeypatch, batch_bytes, statistic):
+    values = np.random.default_rng(2).normal(size=37)
+    monkeypatch.setattr(stats, "_BATCH_BYTES", batch_bytes)  # 1, 5 or all resamples a batch
+    ci = bootstrap_ci(values, statistic, n_resamples=301, confidence=0.95, seed=9)
+    assert ci == one_array_bootstrap(values, statistic, 301, 9)
+
+
+def test_bootstrap_narrows_with_more_tasks():
+    values = np.random.default_rng(4).integers(0, 2, size=4000).astype(float)
+    widths = []
+    for n in (100, 400, 4000):
+        lo, hi = bootstrap_ci(values[:n], seed=1)
+        assert lo < values[:n].mean() < hi
+        widths.append(hi - lo)
+    assert widths[0] > widths[1] > widths[2]
+
+
+def test_bootstrap_memory_is_bounded():
+    values = np.random.default_rng(5).normal(size=200_000)
+    tracemalloc.start()
+    try:
+        bootstrap_ci(values, n_resamples=100)  # one array of them would take 320 MB
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20
 
 
 def runs(outcomes: list[list[bool]]) -> list[ResultRecord]:
