@@ -168,8 +168,8 @@ class MathEvaluator(Evaluator):
 
     def __init__(self, *, timeout_s: float = 5.0, workers: int = _WORKERS) -> None:
         super().__init__()
-        if not timeout_s > 0:
-            raise ConfigError(f"math evaluator: timeout_s must be > 0, got {timeout_s}")
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:
+            raise ConfigError(f"math evaluator: timeout_s must be a number > 0, got {timeout_s!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ConfigError(
                 f"math evaluator: workers must be a whole number >= 1, got {workers!r}"

@@ -287,6 +287,12 @@ def test_math_workers_must_be_a_positive_whole_number(workers):
         MathEvaluator(workers=workers)
 
 
+@pytest.mark.parametrize("timeout_s", [0, -1, "abc", True])
+def test_math_timeout_must_be_a_positive_number(timeout_s):
+    with pytest.raises(ConfigError, match="timeout_s must be a number > 0"):
+        MathEvaluator(timeout_s=timeout_s)
+
+
 async def test_math_from_concurrent_tasks_and_threads(math_evaluator):
     cases = [
         (r"\frac{1}{2}", "0.5", True),
