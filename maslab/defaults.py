@@ -25,6 +25,9 @@ SAMPLING: Mapping[str, Any] = MappingProxyType(
 JUDGE_TEMPERATURE = 0
 
 CONCURRENCY = 32  # model calls in flight across a run (and as many samples)
+# Sweep cells run at once (under the sweep's one call cap): enough to overlap the slow tails
+# of cells (last samples, dependent rounds), few enough to show a line each.
+MAX_CELLS = 4
 REPEATS = 1  # independent attempts per task
 SEED = 0  # the run seed: per-sample random streams and the response cache's draws
 SPLIT = "test"

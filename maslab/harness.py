@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -38,6 +38,9 @@ from maslab.roles import parse_model_roles, role_models
 from maslab.run_result import RunResult, run_label
 from maslab.runner import RunConfig, Runner
 from maslab.sweep import judge_options, unused_judge
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 Overrides = Mapping[str, Any] | Sequence[str]
 
@@ -206,17 +209,27 @@ def run_config(
         raise MaslabError(validation_message(exc, "run")) from None
 
 
-async def execute(runner: Runner, *, progress: bool = False, report: bool = True) -> RunResult:
+async def execute(
+    runner: Runner,
+    *,
+    progress: bool | Progress = False,
+    report: bool = True,
+    label: str | None = None,
+) -> RunResult:
     """Open (or resume) the runner's directory and run the samples still to do, with a live
-    progress bar on stderr when ``progress``; then write the run's ``report.html`` when
-    ``report``, and return the run as read back."""
+    progress bar on stderr when ``progress`` is True, or a line in ``progress`` when it is a
+    display of several runs (:func:`maslab.progress.run_lines`), named ``label`` (by default
+    method · benchmark · model); then write the run's ``report.html`` when ``report``, and
+    return the run as read back."""
     runner.open()
     if progress:
         from maslab.progress import RunProgress
 
         total = len(runner.tasks) * runner.config.repeats
-        label = run_label(runner.manifest)
-        with RunProgress(label, total, done=runner.store.results()) as bar:
+        label = label or run_label(runner.manifest)
+        lines = None if progress is True else progress
+        done = runner.store.results()
+        with RunProgress(label, total, done=done, lines=lines) as bar:
             runner.listener = bar.update
             await runner.run()
     else:

@@ -2,7 +2,8 @@
 
 One line at any width: the count, elapsed time and ETA always show in full; the rest of the
 line gets what is left, giving up first the bar, then calls and tokens, then label characters,
-and last the accuracy and error count.
+and last the accuracy and error count. Several runs at once (a sweep's cells) show a line each
+in one display (:func:`run_lines`).
 """
 
 from __future__ import annotations
@@ -85,12 +86,29 @@ class _LineColumn(ProgressColumn):
         return _FittedLine(task.description, task.completed, task.total, figures, kept)
 
 
+def run_lines(console: Console | None = None) -> Progress:
+    """A live display of run lines on stderr (start and stop it, or use it as a context
+    manager); each :class:`RunProgress` given it adds its line, and removes it at its end."""
+    return Progress(
+        _LineColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console or Console(stderr=True),
+        transient=False,
+        expand=True,
+    )
+
+
 class RunProgress:
     """A rich progress bar fed with finished samples (use as a context manager).
 
     ``done`` are the samples a resumed run finished before: the figures cover the whole run.
     The accuracy and its interval (over every task so far) are recomputed at most every
     ``REFRESH_S`` seconds, so a large run's event loop does not pay for it per sample.
+    ``lines``: a display of several runs (:func:`run_lines`) to show the bar in, as one line
+    that goes at the end; by default the bar is a display of its own.
     """
 
     REFRESH_S = 0.25
@@ -102,18 +120,10 @@ class RunProgress:
         *,
         done: Sequence[ResultRecord] = (),
         console: Console | None = None,
+        lines: Progress | None = None,
     ) -> None:
-        self.console = console or Console(stderr=True)
-        self._bar = Progress(
-            _LineColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            console=self.console,
-            transient=False,
-            expand=True,
-        )
+        self._own = lines is None
+        self._bar = run_lines(console) if lines is None else lines
         self._task = self._bar.add_task(label, total=total, figures=((), 0))
         self.done = self.errors = 0
         self.verdicts = 0  # scores that grade (not measurements): no accuracy shown without one
@@ -126,14 +136,18 @@ class RunProgress:
         self._show()
 
     def __enter__(self) -> RunProgress:
-        self._bar.start()
+        if self._own:
+            self._bar.start()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._show()
-        self._bar.stop()
+        if self._own:
+            self._bar.stop()
+        else:
+            self._bar.remove_task(self._task)
 
     def update(self, record: ResultRecord) -> None:
         self._add(record)

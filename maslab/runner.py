@@ -3,7 +3,9 @@
 Every (task, repeat) is an asyncio task. Two caps bound the work: ``concurrency`` model calls
 in flight across the run, and as many samples in flight. An endpoint takes ``concurrency`` as
 its own cap unless its endpoints file sets ``max_concurrency``; where that is lower, the
-manifest's ``endpoint_caps`` keeps it for the summary to say.
+manifest's ``endpoint_caps`` keeps it for the summary to say. Runs that execute together (a
+sweep's cells) can share :class:`SharedResources`: then the call cap and every endpoint's cap
+hold across them all.
 Each finished sample is scored and appended to the run directory at once; re-running the
 same run skips finished samples and retries errored ones.
 
@@ -22,7 +24,7 @@ import platform
 import subprocess
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -196,6 +198,35 @@ def _manifest(
 Listener = Callable[[ResultRecord], None]
 
 
+def _pool(config: RunConfig) -> ModelPool:
+    return ModelPool(
+        endpoints=config.endpoints,
+        cache=config.cache,
+        native=config.native,
+        concurrency=config.concurrency,
+    )
+
+
+@dataclass(frozen=True)
+class SharedResources:
+    """What runs executing together share, so the run-wide caps hold across them: one model
+    pool (one cap per endpoint, one response cache) and one gate on the model calls in flight.
+    Their runs must agree on the settings it was built from (endpoints, cache, native,
+    concurrency); its builder closes it (:meth:`aclose`), never a run.
+    """
+
+    models: ModelPool
+    calls: asyncio.Semaphore
+
+    @classmethod
+    def for_config(cls, config: RunConfig) -> SharedResources:
+        """The resources of runs with ``config``'s endpoints, cache, native and concurrency."""
+        return cls(_pool(config), asyncio.Semaphore(config.concurrency))
+
+    async def aclose(self) -> None:
+        await self.models.aclose()
+
+
 class Runner:
     """Runs one :class:`RunConfig`: :meth:`open`, then ``await`` :meth:`run`.
 
@@ -205,11 +236,20 @@ class Runner:
     Args:
         config: The run.
         listener: Called with every finished sample's record (a progress display).
+        shared: Resources this run shares with others running beside it; None gives it its
+            own pool and call gate.
     """
 
-    def __init__(self, config: RunConfig, *, listener: Listener | None = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        listener: Listener | None = None,
+        shared: SharedResources | None = None,
+    ) -> None:
         self.config = config
         self.listener = listener
+        self.shared = shared
         self.benchmark = get_benchmark(config.benchmark)(**config.benchmark_options)
         every = self.benchmark.load(
             config.split, seed=config.seed if config.shuffle else None, data=config.data
@@ -224,12 +264,8 @@ class Runner:
         if config.optimize_on is not None:
             self.optimize_tasks, optimize = self._optimize_split(every)
         self.evaluator_name = config.evaluator or self.benchmark.evaluator
-        self.models = ModelPool(
-            endpoints=config.endpoints,
-            cache=config.cache,
-            native=config.native,
-            concurrency=config.concurrency,
-        )
+        # a shared pool's share closes nothing: the sweep closes the pool once, at its end
+        self.models = shared.models.share() if shared is not None else _pool(config)
         evaluator = get_evaluator(self.evaluator_name)
         options = dict(config.evaluator_options)
         if "models" in inspect.signature(evaluator).parameters:  # its judges share the pool
@@ -309,12 +345,13 @@ class Runner:
     async def run(self) -> list[ResultRecord]:
         """Run every unfinished sample; returns the run's full result set afterwards."""
         todo = self.todo if self.todo is not None else self.open()
-        calls = asyncio.Semaphore(self.config.concurrency)
+        shared = self.shared
+        calls = shared.calls if shared is not None else asyncio.Semaphore(self.config.concurrency)
         samples = asyncio.Semaphore(self.config.concurrency)
         try:
             if self.config.optimize_on is not None:
                 await self._optimize(calls)
-            await _all_or_first_failure(self._sample(t, r, calls, samples) for t, r in todo)
+            await all_or_first_failure(self._sample(t, r, calls, samples) for t, r in todo)
         finally:
             self.store.close()
             await self.models.aclose()
@@ -438,7 +475,7 @@ class Runner:
         }
 
 
-async def _all_or_first_failure(coroutines: Iterable[Coroutine[Any, Any, None]]) -> None:
+async def all_or_first_failure(coroutines: Iterable[Coroutine[Any, Any, None]]) -> None:
     """Run all at once; a failure (a stop, a full disk, a bug) cancels the rest and is raised."""
     tasks = [asyncio.ensure_future(c) for c in coroutines]
     if not tasks:

@@ -11,6 +11,8 @@ benchmarks:
   - {name: arith, options: {difficulty: 4}, optimize_on: dev, optimize_limit: 20}
 limit: 50
 repeats: 1
+concurrency: 32               # model calls in flight across all running cells
+max_cells: 4                  # cells run at once
 sampling: {temperature: 0.5, max_tokens: 2048}
 evaluator: llm_judge          # optional; then judge_model is required
 judge_model: openai:gpt-4o-mini
@@ -18,7 +20,8 @@ judge_model: openai:gpt-4o-mini
 
 A file is checked as a whole (names, configs, providers, endpoint aliases) before anything runs.
 What only the environment can make right (an API key variable, a dataset) is checked per cell,
-by the caller, so one missing piece sets aside only the cells that need it.
+by the caller, so one missing piece sets aside only the cells that need it. Up to
+``max_cells`` cells run at once, sharing one ``concurrency`` cap and every endpoint's own.
 
 A benchmark's ``optimize_on`` (and ``optimize_limit``) gives the methods that learn (those with
 an ``optimize`` step) an optimisation step on that split (``maslab run --optimize-on``); the
@@ -123,6 +126,7 @@ class Sweep(BaseModel):
     repeats: int = Field(defaults.REPEATS, ge=1)
     seed: int = defaults.SEED
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
+    max_cells: int = Field(defaults.MAX_CELLS, ge=1)
     sampling: dict[str, Any] = Field(default_factory=lambda: dict(defaults.SAMPLING))
     evaluator: str | None = None
     judge_model: str | None = None

@@ -83,21 +83,29 @@ def execute(runner: Runner, *, quiet: bool = False, report: bool = False) -> Run
             f"{saved} sample{'s' * (saved != 1)} saved in {runner.store.dir}; "
             "run the same command again to resume",
         ) from exc
-    _print_summary(result)
+    print_summary(result)
     if report:
         console.print(f"  report:  {result.report}")
     return result
 
 
-def _print_summary(result: RunResult) -> None:
+def headline(result: RunResult, label: str | None = None) -> str:
+    """The summary's first line: the run (``label``, by default method · benchmark · model)
+    and its accuracy and sample counts."""
     from maslab.run_result import run_label
 
     s = result.summary
-    console.print(
-        f"[bold]{run_label(result.manifest)}[/]: accuracy {s.describe_accuracy()} "
-        f"over {s.design} ({s.correct} of {s.n} samples correct, {s.unparsed} unparsed, "
-        f"{s.errors} errors, {s.budget_stopped} stopped by budget)"
+    return (
+        f"[bold]{escape(label or run_label(result.manifest))}[/]: accuracy "
+        f"{s.describe_accuracy()} over {s.design} ({s.correct} of {s.n} samples correct, "
+        f"{s.unparsed} unparsed, {s.errors} errors, {s.budget_stopped} stopped by budget)"
     )
+
+
+def print_summary(result: RunResult, label: str | None = None) -> None:
+    """The run's summary: :func:`headline`, then spend, errors and binding caps."""
+    s = result.summary
+    console.print(headline(result, label))
     if by_model := s.describe_models():
         console.print(f"  per sample by model: {escape(by_model)}")
     if repeats := s.describe_repeats():

@@ -1,39 +1,50 @@
-"""``maslab sweep``: check every cell of a sweep file, run those that can run, then list the
-cells that could not and why."""
+"""``maslab sweep``: check every cell of a sweep file, run those that can run (up to
+``max_cells`` at once, under one call cap and one pool of endpoints), then list the cells
+that could not and why."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from maslab.cli.console import COUNT, console, import_option
-from maslab.cli.run import execute
+from maslab import defaults
+from maslab.cli.console import COUNT, RunStopped, console, import_option
+from maslab.cli.run import headline, print_summary
 from maslab.errors import ConfigError, MaslabError
 
 if TYPE_CHECKING:
-    from maslab.runner import Runner
+    from rich.progress import Progress
+
+    from maslab.run_result import RunResult
+    from maslab.runner import Runner, SharedResources
     from maslab.sweep import Cell
 
 Failure = tuple["Cell", str, str]  # the cell, when it failed, why
+Outcome = tuple["Cell", "RunResult | None", str]  # the cell, its run, why it failed (or "")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Exit 0 when every cell ran cleanly, 1 when some failed (the table says which and why),
     2 for a mistake in the file or the options, or when no cell could start."""
     from maslab.report import build_report
-    from maslab.runner import Runner
+    from maslab.runner import Runner, SharedResources
     from maslab.sweep import load_sweep, select
 
     sweep = load_sweep(args.file, models=args.model)
+    if args.concurrency is not None:
+        sweep = sweep.model_copy(update={"concurrency": args.concurrency})
     cells = select(sweep.cells(limit=args.limit), args.only)
+    shared = SharedResources.for_config(cells[0].config)  # the cells differ in nothing it holds
     ready: list[tuple[Cell, Runner]] = []
     failed: list[Failure] = []
     for cell in cells:  # every cell is checked (data, keys, golds) before any runs
         try:
-            ready.append((cell, Runner(cell.config)))
+            ready.append((cell, Runner(cell.config, shared=shared)))
         except MaslabError as exc:
             console.print(f"[yellow]set aside {escape(str(cell))}: {escape(str(exc))}[/]")
             failed.append((cell, "before running", str(exc)))
@@ -41,11 +52,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _print_failures(failed)
         raise ConfigError(f"no cell of {args.file} could start; the table above says why")
     finished = []
-    for cell, runner in ready:
-        try:
-            result = execute(runner, quiet=args.quiet)
-        except MaslabError as exc:  # e.g. an endpoint that cannot be reached
-            failed.append((cell, "while running", str(exc)))
+    max_cells = args.max_cells or sweep.max_cells
+    for cell, result, why in _run_cells(ready, shared, max_cells, quiet=args.quiet):
+        if result is None:  # e.g. an endpoint that cannot be reached
+            failed.append((cell, "while running", why))
             continue
         finished.append(cell.config.out)
         if errors := result.summary.describe_errors(limit=1):
@@ -56,6 +66,68 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if failed:
         _print_failures(failed)
     return 1 if failed else 0
+
+
+def _run_cells(
+    ready: list[tuple[Cell, Runner]], shared: SharedResources, max_cells: int, *, quiet: bool
+) -> list[Outcome]:
+    """Run the cells, ``max_cells`` at once, in one event loop; each cell's summary is printed
+    as it finishes (its first line only when ``quiet``). Ctrl-C stops them all, each saving
+    what it finished."""
+    try:
+        return asyncio.run(_cells(ready, shared, max_cells, quiet=quiet))
+    except (KeyboardInterrupt, OSError) as exc:  # main() reports the cause and what was saved
+        opened = [runner for _, runner in ready if runner.todo is not None]
+        saved = sum(len(runner.store.results()) for runner in opened)
+        raise RunStopped(
+            exc,
+            f"{saved} sample{'s' * (saved != 1)} saved in {len(opened)} "
+            f"run{'s' * (len(opened) != 1)}; run the same command again to resume",
+        ) from exc
+
+
+async def _cells(
+    ready: list[tuple[Cell, Runner]], shared: SharedResources, max_cells: int, *, quiet: bool
+) -> list[Outcome]:
+    from maslab.progress import run_lines
+    from maslab.runner import all_or_first_failure
+
+    slots = asyncio.Semaphore(max_cells)  # cells start in the file's order as slots free up
+    lines = None if quiet else run_lines()
+    outcomes: dict[int, Outcome] = {}
+
+    async def cell_run(i: int, cell: Cell, runner: Runner) -> None:
+        async with slots:
+            outcomes[i] = await _cell(cell, runner, lines)
+
+    try:
+        with lines or nullcontext():
+            await all_or_first_failure(
+                cell_run(i, cell, runner) for i, (cell, runner) in enumerate(ready)
+            )
+    finally:
+        await shared.aclose()
+    return [outcomes[i] for i in range(len(ready))]
+
+
+async def _cell(cell: Cell, runner: Runner, lines: Progress | None) -> Outcome:
+    """Run one cell (a line in ``lines``, unless None) and print its summary; a cell that
+    fails (an endpoint that cannot be reached, a directory holding another run) is an
+    outcome, not a stop."""
+    from maslab import harness
+
+    try:
+        result = await harness.execute(
+            runner, progress=lines or False, report=False, label=str(cell)
+        )
+    except MaslabError as exc:
+        console.print(f"[yellow]{escape(str(cell))} failed: {escape(str(exc))}[/]")
+        return cell, None, str(exc)
+    if lines is None:  # --quiet: one line a cell
+        console.print(headline(result, str(cell)))
+    else:
+        print_summary(result, str(cell))
+    return cell, result, ""
 
 
 def _print_failures(failed: list[Failure]) -> None:
@@ -86,6 +158,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--limit", type=COUNT, help="at most N tasks per cell")
     p.add_argument(
+        "--concurrency",
+        type=COUNT,
+        metavar="N",
+        help="model calls in flight across all running cells together (default: the file's "
+        f"concurrency:, else {defaults.CONCURRENCY})",
+    )
+    p.add_argument(
+        "--max-cells",
+        type=COUNT,
+        metavar="K",
+        help="cells run at once, sharing --concurrency and every endpoint's max_concurrency "
+        f"(default: the file's max_cells:, else {defaults.MAX_CELLS}: while one cell waits on "
+        "its last samples or rounds, the others use the calls it leaves; 1 runs the cells "
+        "one after another)",
+    )
+    p.add_argument(
         "--only",
         action="append",
         default=[],
@@ -94,6 +182,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "match, KEY one of method (name or label), benchmark, model; repeated --only options "
         "add cells, e.g. --only method=llm_debate,benchmark=arith --only 'model=openai:*'",
     )
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress lines; one line per finished cell"
+    )
     import_option(p)
     p.set_defaults(func=cmd_sweep)

@@ -182,6 +182,8 @@ class ModelPool:
 
     ``concurrency`` is the requests in flight an endpoint without its own ``max_concurrency``
     takes: a run's ``concurrency``, so a ``model@url`` spec is never the tighter cap.
+    :meth:`share` gives each of several runs (a sweep's cells) a pool of its own over the same
+    stacks.
     """
 
     def __init__(
@@ -199,16 +201,35 @@ class ModelPool:
         self.native = native
         self.concurrency = concurrency
         self._models: dict[str, ChatModelBase] = {}
+        self._owner: ModelPool | None = None
+
+    def share(self) -> ModelPool:
+        """A pool that loads through this one: the same stacks (so the same endpoint caps and
+        response cache), its own :meth:`binding_caps` (the models asked of it), and an
+        :meth:`aclose` that closes nothing (this pool's does)."""
+        shared = ModelPool(
+            endpoints=self.endpoints,
+            cache=self.cache,
+            retry=self.retry,
+            native=self.native,
+            concurrency=self.concurrency,
+        )
+        shared._owner = self
+        return shared
 
     def get(self, spec: str) -> ChatModelBase:
         if spec not in self._models:
-            self._models[spec] = load_model(
-                spec,
-                endpoints=self.endpoints,
-                cache=self.cache,
-                retry=self.retry,
-                native=self.native,
-                concurrency=self.concurrency,
+            self._models[spec] = (
+                self._owner.get(spec)
+                if self._owner is not None
+                else load_model(
+                    spec,
+                    endpoints=self.endpoints,
+                    cache=self.cache,
+                    retry=self.retry,
+                    native=self.native,
+                    concurrency=self.concurrency,
+                )
             )
         return self._models[spec]
 
@@ -224,5 +245,7 @@ class ModelPool:
         return caps
 
     async def aclose(self) -> None:
+        if self._owner is not None:
+            return
         for model in self._models.values():
             await model.aclose()
