@@ -14,7 +14,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -149,6 +149,7 @@ class Context:
         self.budget = budget or Budget()
         self.gate = gate
         self.rng = random.Random(derive_seed(seed, sample_id, repeat))
+        self.affinity = "\x1f".join(map(str, (seed, sample_id, repeat)))  # see ChatRequest
         self.ledger = UsageLedger()
         self.transcript = Transcript()
         self.topology: Topology | None = None
@@ -254,7 +255,7 @@ class Context:
         where = (stream,) if stream else (self.sample_id, self.repeat, agent or "")
         scope = "\x1f".join(map(str, (self.seed, *where)))
         key = (scope, request.fingerprint(handle.name, with_draw=False))
-        request = request.with_draw(self._draws[key], scope)
+        request = replace(request, draw=self._draws[key], scope=scope, affinity=self.affinity)
         self._draws[key] += 1
         record = CallRecord(
             self.sample_id, agent, round, handle.name,

@@ -22,8 +22,11 @@ How the conversation is shown (our design, all configurable):
 * ``naming``: ``"unnamed"`` shows turns without a speaker label and never tells an agent a
   name; ``"numbered"`` labels them "Agent 1" .. "Agent N"; ``"named"`` uses the config's
   ``names`` (one per agent).
-* ``introduce``: tell each agent, in its first user message, who it is and who else is
-  present (with ``"unnamed"``: only how many participants there are, itself included).
+* ``introduce``: tell each agent who it is and who else is present (with ``"unnamed"``: only
+  how many participants there are, itself included): in ``"single_message"`` after the
+  conversation, just before the cue (so every speaker's prompt opens with the same question
+  and thread, which a server's prefix cache reuses), in ``"chat_turns"`` in its first user
+  message.
 * ``transcript``: ``"single_message"`` sends the conversation so far as one user message
   after the system prompt; ``"chat_turns"`` sends it as chat history, the agent's own earlier
   turns as assistant messages and the others' (consecutive ones merged) as user messages.
@@ -101,9 +104,9 @@ def shown(message: Message) -> str:
 
 
 def single_message(task: Task, intro: str, earlier: list[Message]) -> list[ChatMessage]:
-    """The whole conversation so far in one user message."""
+    """The whole conversation so far in one user message, then the introduction and the cue."""
     so_far = "\n\n".join(map(shown, earlier)) if earlier else "(nobody has spoken yet)"
-    prompt = f"{opening(task, intro)}\n\nThe conversation so far:\n\n{so_far}\n\n{CUE}"
+    prompt = f"{opening(task, '')}\n\nThe conversation so far:\n\n{so_far}\n\n{intro}{CUE}"
     return [{"role": "user", "content": prompt}]
 
 

@@ -117,6 +117,17 @@ async def test_numbered_labels_and_introductions():
     }
 
 
+async def test_each_prompt_starts_with_the_previous_speakers_question_and_thread():
+    """The introduction follows the conversation, so a prefix cache reuses the question and
+    every earlier turn from the previous speaker's prompt."""
+    model = counting()
+    await run(model, agents=3, rounds=2)
+    texts = [user_text(call.request) for call in model.calls]
+    for earlier, later in pairwise(texts[1:]):  # the first says nobody has spoken yet
+        shared = earlier[: earlier.index("You are Agent")]
+        assert later.startswith(shared) and TASK.prompt() in shared
+
+
 async def test_named_agents_are_shown_by_their_names():
     model = counting()
     _, ctx = await run(model, agents=2, rounds=2, naming="named", names=["Ada", "Bob"])

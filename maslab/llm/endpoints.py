@@ -18,12 +18,12 @@ An endpoints file maps a model alias to one or more OpenAI-compatible endpoints:
         structured_output: json_object     # native JSON schema, in llama-cpp-python's form
         tools: true                        # native function calling
 
-Several endpoints under one alias are load-balanced (least requests in flight). An endpoint
-without ``max_concurrency`` (any ``model@url`` or default-server one too) takes the run's
-``concurrency`` as its cap, and ``ENDPOINT_MAX_CONCURRENCY`` outside a run. API keys are
-only ever read from the environment variable an endpoint names, and are registered as secrets
-the moment they are read. ``retry`` is the alias's retry policy (every endpoint of an alias
-that sets one must set the same).
+Several endpoints under one alias are load-balanced, each sample kept on one endpoint
+(:class:`~maslab.llm.pool.Balanced` states the rule). An endpoint without ``max_concurrency``
+(any ``model@url`` or default-server one too) takes the run's ``concurrency`` as its cap, and
+``ENDPOINT_MAX_CONCURRENCY`` outside a run. API keys are only ever read from the environment
+variable an endpoint names, and are registered as secrets the moment they are read. ``retry``
+is the alias's retry policy (every endpoint of an alias that sets one must set the same).
 
 ``structured_output`` and ``tools`` say what the server does natively: JSON constrained by a
 schema (``true``: OpenAI's ``response_format`` of type ``json_schema``; ``json_object``: the

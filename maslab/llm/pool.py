@@ -1,8 +1,10 @@
-"""Per-endpoint limits and load balancing across the endpoints of one model alias."""
+"""Per-endpoint limits, and load balancing with sample affinity across the endpoints of one
+model alias."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Sequence
 
@@ -58,7 +60,14 @@ class Limited(Middleware):
 
 
 class Balanced(ChatModelBase):
-    """Sends each request to the endpoint with the fewest requests in flight (first on ties).
+    """Spreads requests over the endpoints of one alias, keeping each sample on one endpoint.
+
+    A request with an ``affinity`` (every request of one sample has the same) goes to the
+    endpoint a stable hash of it picks, so the sample's prompts meet the prefix cache of the
+    server that saw the earlier ones; only while that endpoint is paused (429 Retry-After) or
+    full (``max_concurrency`` requests in flight) does the request go to the least-loaded one.
+    A request without an affinity goes to the least-loaded endpoint: the one not paused with
+    the smallest share of its ``max_concurrency`` in flight, the first on ties.
 
     ``retry`` is the retry policy the endpoints ask for, applied by the layer above.
     """
@@ -77,12 +86,20 @@ class Balanced(ChatModelBase):
         """Requests in flight its endpoints take together."""
         return sum(e.max_concurrency for e in self.endpoints)
 
-    async def complete(self, request: ChatRequest) -> Completion:
+    def pick(self, request: ChatRequest) -> Limited:
+        """The endpoint ``request`` goes to (see the class docstring)."""
         now = time.monotonic()
-        target = min(
+        if request.affinity:
+            digest = hashlib.blake2b(request.affinity.encode(), digest_size=8).digest()
+            home = self.endpoints[int.from_bytes(digest, "big") % len(self.endpoints)]
+            if home.paused_until <= now and home.in_flight < home.max_concurrency:
+                return home
+        return min(
             self.endpoints, key=lambda e: (e.paused_until > now, e.in_flight / e.max_concurrency)
         )
-        return await target.complete(request)
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        return await self.pick(request).complete(request)
 
     def supports(self, feature: Feature) -> bool:
         """True when every endpoint does ``feature`` natively (any of them may get a request)."""

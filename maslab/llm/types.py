@@ -75,6 +75,9 @@ class ChatRequest:
     ``scope`` names the random stream the request draws from (run seed, task, repeat, agent)
     and ``draw`` numbers identical requests within it: both are part of the cache key, never
     of the wire request, so repeats and re-seeded runs draw afresh while a re-run replays.
+    ``affinity`` names the requests that belong together (one sample's): a load-balanced alias
+    keeps them on one endpoint, whose prefix cache then holds their shared prefixes. It is
+    neither part of the cache key nor of the wire request.
     """
 
     messages: tuple[ChatMessage, ...]
@@ -91,6 +94,7 @@ class ChatRequest:
     top_logprobs: int | None = None
     draw: int = 0
     scope: str = ""
+    affinity: str = ""
 
     def params(self) -> dict[str, Any]:
         """Every body field besides model and messages that is set, in the chat-completions
