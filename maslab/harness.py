@@ -216,7 +216,8 @@ async def execute(runner: Runner, *, progress: bool = False, report: bool = True
 
         total = len(runner.tasks) * runner.config.repeats
         label = run_label(runner.manifest)
-        with RunProgress(label, total, done=runner.store.results()) as bar:
+        done = [r for r in runner.store.results() if r.status != "error"]  # errored: retried
+        with RunProgress(label, total, done=done) as bar:
             runner.listener = bar.update
             await runner.run()
     else:
