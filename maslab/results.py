@@ -206,6 +206,10 @@ def _trace(path: Path, key: Key, line: bytes) -> dict[str, Any] | None:
     return row
 
 
+def _in_plan(records: Iterable[ResultRecord], planned: set[Key] | None) -> list[ResultRecord]:
+    return [r for r in records if planned is None or r.key in planned]
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` all at once: readers see the old file or the new one."""
     tmp = path.with_name(f".{path.name}.tmp")
@@ -284,7 +288,7 @@ class RunStore:
         """One record per planned (task, repeat), the last line written for it winning;
         ``every=True`` includes records outside the plan (left by a larger earlier run)."""
         latest, _ = self._read_results()
-        return list(latest.values()) if every else self._in_plan(latest.values())
+        return list(latest.values()) if every else _in_plan(latest.values(), self._planned())
 
     def superseded(self) -> list[ResultRecord]:
         """Attempts at planned samples that a later line replaced (errored ones a resume
@@ -300,7 +304,8 @@ class RunStore:
             for r in _records(self.dir / SUPERSEDED)
             if r != latest.get(r.key) and r not in replaced.get(r.key, ())
         ]
-        return self._in_plan(latest.values()), self._in_plan(earlier + legacy)
+        planned = self._planned()
+        return _in_plan(latest.values(), planned), _in_plan(earlier + legacy, planned)
 
     def _read_results(self) -> tuple[dict[Key, ResultRecord], dict[Key, list[ResultRecord]]]:
         """(each key's last record, the earlier records it replaced) in ``results.jsonl``."""
@@ -359,7 +364,7 @@ class RunStore:
 
     def index(self) -> dict[Key, trace_index.Entry]:
         """Where each (task, repeat)'s latest trace lies (no trace is parsed)."""
-        return trace_index.load(self.dir, self.dir / TRACES)
+        return trace_index.load(self.dir / TRACES)
 
     def traces_of(
         self, keys: Iterable[Key], index: dict[Key, trace_index.Entry] | None = None
@@ -376,13 +381,12 @@ class RunStore:
             for key in keys:
                 line = trace_index.read_line(f, key, index)
                 if line is None and key in index and not rebuilt:  # stale: rebuild it once
-                    index, rebuilt = trace_index.load(self.dir, path, rebuild=True), True
+                    index, rebuilt = trace_index.load(path, rebuild=True), True
                     line = trace_index.read_line(f, key, index)
                 yield key, None if line is None else _trace(path, key, line)
 
-    def _in_plan(self, records: Iterable[ResultRecord]) -> list[ResultRecord]:
-        planned = self.manifest().planned() if self.manifest_path.exists() else None
-        return [r for r in records if planned is None or r.key in planned]
+    def _planned(self) -> set[Key] | None:
+        return self.manifest().planned() if self.manifest_path.exists() else None
 
     def open(self, manifest: Manifest) -> set[Key]:
         """Start or resume a run; returns the keys already finished (not errored). Only
@@ -411,13 +415,16 @@ class RunStore:
                 )
         data = orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
         write_atomically(self.manifest_path, redact_bytes(data))
-        for name in (RESULTS, TRACES, trace_index.INDEX, OPTIMIZATION, OPTIMIZATION_TRACES):
+        traces = self.dir / TRACES
+        for path in (self.dir / RESULTS, traces, trace_index.index_path(traces)):
+            _cut_torn_tail(path)
+        for name in (OPTIMIZATION, OPTIMIZATION_TRACES):
             _cut_torn_tail(self.dir / name)
-        trace_index.update(self.dir, self.dir / TRACES)
+        trace_index.update(traces)
         finished = {r.key for r in self.results(every=True) if r.status != "error"}
         self._results = (self.dir / RESULTS).open("ab")
-        self._traces = (self.dir / TRACES).open("ab")
-        self._index = (self.dir / trace_index.INDEX).open("ab")
+        self._traces = traces.open("ab")
+        self._index = trace_index.index_path(traces).open("ab")
         return finished
 
     def append(self, result: ResultRecord, trace: dict[str, Any]) -> None:

@@ -23,7 +23,11 @@ Key = tuple[str, int]
 Entry = tuple[int, int]
 """A trace line's byte offset and length (its newline included)."""
 
-INDEX = "traces.idx"
+
+def index_path(traces: Path) -> Path:
+    """``traces.idx`` beside ``traces.jsonl``."""
+    return traces.with_suffix(".idx")
+
 
 log = logging.getLogger(__name__)
 
@@ -95,33 +99,31 @@ def _at_line_start(traces: Path, offset: int) -> bool:
         return f.read(1) == b"\n"
 
 
-def load(directory: Path, traces: Path, *, rebuild: bool = False) -> dict[Key, Entry]:
-    """Each key's latest trace line in ``traces``, from the index in ``directory`` brought up
-    to date (or, with ``rebuild``, from a fresh scan); nothing is written."""
-    entries, new = _sync(directory, traces, rebuild=rebuild)
+def load(traces: Path, *, rebuild: bool = False) -> dict[Key, Entry]:
+    """Each key's latest trace line in ``traces``, from its index brought up to date (or, with
+    ``rebuild``, from a fresh scan); nothing is written."""
+    entries, new = _sync(traces, rebuild=rebuild)
     for key, offset, length in new:
         entries[key] = (offset, length)
     return entries
 
 
-def _sync(
-    directory: Path, traces: Path, *, rebuild: bool
-) -> tuple[dict[Key, Entry], list[tuple[Key, int, int]]]:
+def _sync(traces: Path, *, rebuild: bool) -> tuple[dict[Key, Entry], list[tuple[Key, int, int]]]:
     """(the index's valid entries, the entries it lacks); empty entries when it must be
     rebuilt whole."""
     size = traces.stat().st_size if traces.exists() else 0
-    read = None if rebuild else _entries(directory / INDEX)
+    read = None if rebuild else _entries(index_path(traces))
     if read is None or read[1] > size or not _at_line_start(traces, read[1]):
         read = {}, 0
     entries, end = read
     return entries, list(_scan(traces, end)) if end < size else []
 
 
-def update(directory: Path, traces: Path) -> None:
+def update(traces: Path) -> None:
     """Make the index on disk cover ``traces`` (before a writer appends to both): append the
     entries it lacks, or write it anew when it is unreadable or stale."""
-    entries, new = _sync(directory, traces, rebuild=False)
-    path = directory / INDEX
+    entries, new = _sync(traces, rebuild=False)
+    path = index_path(traces)
     if not entries and path.exists() and path.stat().st_size:
         path.write_bytes(b"")  # stale: what follows is the whole index
     if new:
