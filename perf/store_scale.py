@@ -3,7 +3,8 @@
 Writes a synthetic llm_debate-shaped run of N samples through ``RunStore.append`` (each trace
 6 messages and 6 calls, every call carrying its prompt; 1 sample in 100 errored, then retried as
 a resume would), then runs each step in a fresh Python process and reads its wall time and peak
-RSS (``resource.getrusage``). Run it at two sizes to see whether memory grows with the run.
+RSS (VmHWM where Linux has it, else ``resource.getrusage``). Run it at two sizes to see whether
+memory grows with the run.
 
     python perf/store_scale.py [--samples 5000] [--json PATH] [--dir DIR]
 """
@@ -25,7 +26,8 @@ AGENTS, ROUNDS = 3, 2
 WORDS = ("the", "answer", "follows", "from", "adding", "both", "amounts", "and", "then",
          "checking", "the", "remainder", "again")  # fmt: skip
 
-# each step runs in a child process; it prints its peak RSS (KiB on Linux) last
+# each step runs in a child process; it prints its peak RSS in KiB last: the high-water mark
+# of its own memory (getrusage's ru_maxrss would count the parent's at fork time too)
 CHILD = """
 import contextlib, os, resource, sys
 with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
@@ -38,7 +40,12 @@ with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
     else:
         from maslab.cli import main
         code = 0 if sys.argv[1] == "import" else main(sys.argv[1:])
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+try:
+    with open("/proc/self/status") as status:
+        peak = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(peak)
 sys.exit(code)
 """
 
