@@ -382,10 +382,13 @@ def build_report(
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.tmp")
-    with partial.open("w", encoding="utf-8") as f:
-        for piece in _page(runs, max_tasks, prices):
-            f.write(redact(piece))
-    partial.replace(path)  # a reader sees the old page or the whole new one
+    try:
+        with partial.open("w", encoding="utf-8") as f:
+            for piece in _page(runs, max_tasks, prices):
+                f.write(redact(piece))
+        partial.replace(path)  # a reader sees the old page or the whole new one
+    finally:
+        partial.unlink(missing_ok=True)  # left only by a write that failed
     return path
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from maslab.evaluation import Score
 from maslab.report import build_report
@@ -129,3 +130,18 @@ def test_importing_the_report_draws_in_no_plotting_library():
     code = "import sys, maslab.report; print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
     assert result.stdout.strip() == b"False"
+
+
+def test_a_report_that_fails_part_way_leaves_the_old_page(tmp_path, monkeypatch):
+    run = make_run(tmp_path / "run", "debate", [True, False])
+    out = build_report([run], tmp_path / "report.html")
+    page = out.read_bytes()
+
+    def broken(*args: object) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("maslab.report._record", broken)
+    with pytest.raises(OSError):
+        build_report([run], out)
+    assert out.read_bytes() == page
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "run"]
