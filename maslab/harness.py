@@ -228,7 +228,7 @@ async def execute(
         total = len(runner.tasks) * runner.config.repeats
         label = label or run_label(runner.manifest)
         lines = None if progress is True else progress
-        done = runner.store.results()
+        done = [r for r in runner.store.results() if r.status != "error"]  # errored: retried
         with RunProgress(label, total, done=done, lines=lines) as bar:
             runner.listener = bar.update
             await runner.run()

@@ -1,7 +1,10 @@
 """One self-contained HTML page over run directories: leaderboard, plot and per-task drill-down.
 
 Styles are inline and images are base64 PNGs, so the page loads nothing from the network.
-Every string that came from a model, a dataset or a manifest is HTML-escaped.
+Every string that came from a model, a dataset or a manifest is HTML-escaped. The page is
+written piece by piece, each shown sample's trace read (through the run's trace index) as its
+drill-down is written, so no run's traces are held at once; matplotlib and networkx are
+imported only when a plot is drawn.
 """
 
 from __future__ import annotations
@@ -9,24 +12,22 @@ from __future__ import annotations
 import base64
 import io
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import orjson
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from maslab.results import Key, Manifest, ResultRecord, RunStore
+from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.roles import describe_model_roles
 from maslab.secrets import redact
 from maslab.stats import Summary, summarize
-from maslab.topology import Topology
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Prices = Mapping[str, tuple[float, float]]
 
@@ -58,20 +59,20 @@ dt { font-weight: 600; } dd { margin: 0; white-space: pre-wrap; word-break: brea
 
 @dataclass(frozen=True)
 class _Run:
-    directory: Path
+    store: RunStore
     anchor: str
     manifest: Manifest
     records: list[ResultRecord]
-    traces: dict[Key, dict[str, Any]]
     summary: Summary
 
 
 def _load(directory: str | Path, anchor: str) -> _Run:
+    """A run's manifest, records and summary; its traces are read later, one at a time."""
     store = RunStore(directory)
-    records = sorted(store.results(), key=lambda r: r.key)
-    traces = {(t["task_id"], t["repeat"]): t for t in store.traces()}
-    summary = summarize(records, superseded=store.superseded(), optimization=store.optimizations())
-    return _Run(store.dir, anchor, store.manifest(), records, traces, summary)
+    records, superseded = store.records()
+    records.sort(key=lambda r: r.key)
+    summary = summarize(records, superseded=superseded, optimization=store.optimizations())
+    return _Run(store, anchor, store.manifest(), records, summary)
 
 
 def _plain(text: str) -> str:
@@ -81,6 +82,8 @@ def _plain(text: str) -> str:
 
 def _img(fig: Figure, alt: str) -> str:
     """``fig`` as an ``<img>`` holding a base64 PNG."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
@@ -115,6 +118,9 @@ def _plot(runs: Sequence[_Run]) -> str:
     points = [run for run in runs if run.summary.n]
     if not points:
         return ""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     fig = Figure(figsize=(7.5, 4.5))
     ax = fig.add_subplot()
     xs = [run.summary.mean_tokens for run in points]
@@ -147,6 +153,11 @@ def _topology_img(spec: bytes) -> str:
     A DAG is drawn in layers (topological generations) left to right, anything else on a circle;
     nodes are sized to fit their 9 pt labels.
     """
+    import networkx as nx
+    from matplotlib.figure import Figure
+
+    from maslab.topology import Topology
+
     topology = Topology.from_dict(orjson.loads(spec))
     graph = topology.graph
     if not graph:
@@ -311,11 +322,13 @@ def _models(manifest: Manifest) -> str:
     return f"{manifest.model} ({roles})" if roles else manifest.model
 
 
-def _section(run: _Run, max_tasks: int, prices: Prices | None) -> str:
+def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
+    """The run's section piece by piece: its figures, then the drill-down of each record of
+    its first ``max_tasks`` tasks, whose trace is read only as it is written."""
     m, s = run.manifest, run.summary
     tasks = list(dict.fromkeys(r.task_id for r in run.records))
     shown = set(tasks[:max_tasks])
-    body = "".join(_record(r, run.traces.get(r.key, {})) for r in run.records if r.task_id in shown)
+    records = [r for r in run.records if r.task_id in shown]
     about = [
         s.design if s.n else "no results",
         f"accuracy {_accuracy(s)}",
@@ -336,13 +349,16 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> str:
     about.extend(m.describe_caps())
     if len(tasks) > max_tasks:
         about.append(f"showing the first {max_tasks} of {len(tasks)} tasks")
-    return (
+    yield (
         f'<section id="{run.anchor}"><h2>{escape(m.method)} · {escape(m.benchmark)} '
         f"({escape(m.split)}) · {escape(_models(m))}</h2>"
         f'<p class="muted">{escape(" · ".join(about))}<br>'
-        f"<code>{escape(str(run.directory))}</code> · evaluator {escape(m.evaluator)}</p>"
-        f"{body}</section>"
+        f"<code>{escape(str(run.store.dir))}</code> · evaluator {escape(m.evaluator)}</p>"
     )
+    traces = run.store.traces_of(r.key for r in records)
+    for record, (_, trace) in zip(records, traces, strict=True):
+        yield _record(record, trace or {})
+    yield "</section>"
 
 
 def build_report(
@@ -363,14 +379,26 @@ def build_report(
     """
     loaded = (_load(directory, f"run-{i}") for i, directory in enumerate(run_dirs))
     runs = sorted(loaded, key=lambda run: -run.summary.accuracy)
-    page = (
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.tmp")
+    try:
+        with partial.open("w", encoding="utf-8") as f:
+            for piece in _page(runs, max_tasks, prices):
+                f.write(redact(piece))
+        partial.replace(path)  # a reader sees the old page or the whole new one
+    finally:
+        partial.unlink(missing_ok=True)  # left only by a write that failed
+    return path
+
+
+def _page(runs: Sequence[_Run], max_tasks: int, prices: Prices | None) -> Iterator[str]:
+    yield (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>maslab report</title><style>{_CSS}</style></head><body>"
         f'<h1>maslab report</h1><p class="muted">{len(runs)} runs</p>'
         f"<h2>Leaderboard</h2>{_leaderboard(runs, prices)}{_plot(runs)}"
-        f"{''.join(_section(run, max_tasks, prices) for run in runs)}</body></html>"
     )
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(redact(page), encoding="utf-8")
-    return path
+    for run in runs:
+        yield from _section(run, max_tasks, prices)
+    yield "</body></html>"

@@ -1,12 +1,14 @@
 """A run on disk: ``manifest.json``, ``results.jsonl`` and ``traces.jsonl`` in one directory.
 
-``results.jsonl`` has one line per (task, repeat), appended and flushed as each finishes;
-``traces.jsonl`` has the matching line with every model call and message. A line cut short by
-a killed process is dropped on the next open, and a corrupted one is skipped with a warning
-naming its file and line (a resume re-runs its sample); errored samples are moved to
-``superseded.jsonl`` (their spend stays in the run's totals there), so a re-run retries them
-and the results end with exactly one line per (task, repeat). Whole-file writes (manifest,
-rewrites on resume) go to a temporary file that replaces the old one atomically.
+``results.jsonl`` has one line per finished attempt at a (task, repeat), appended and flushed
+as each finishes; ``traces.jsonl`` has the matching line with every model call and message,
+and ``traces.idx`` where that line lies (see :mod:`maslab.trace_index`). Nothing is ever
+rewritten: the last line for a (task, repeat) wins, and the earlier ones (errored attempts a
+resume retried) are its superseded attempts, whose spend stays in the run's totals. A line cut
+short by a killed process is cut off when the run is next opened for writing (readers ignore
+it), and a corrupted one is skipped with a warning naming its file and line (a resume re-runs
+its sample). Runs written before this moved superseded attempts to ``superseded.jsonl``; they
+count the same. The manifest is replaced atomically (a temporary file, then a rename).
 
 The manifest names the run's planned samples (``task_ids`` × ``repeats``); reading a run
 reports exactly those, so a re-run with a smaller ``--limit`` or ``--repeats`` reports the
@@ -30,7 +32,7 @@ from typing import IO, Any, ClassVar, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from maslab import defaults
+from maslab import defaults, trace_index
 from maslab.config_files import validation_message
 from maslab.errors import ConfigError
 from maslab.evaluation import Score
@@ -192,6 +194,22 @@ def _records(path: Path) -> Iterator[ResultRecord]:
             _skip(path, number, f"not a result record ({where}: {first['msg']})")
 
 
+def _trace(path: Path, key: Key, line: bytes) -> dict[str, Any] | None:
+    """A trace line parsed; None, with a warning, if it is not a JSON object."""
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        row = None
+    if not isinstance(row, dict):
+        log.warning("warning: %s: the trace of %s repeat %d skipped: not valid JSON", path, *key)
+        return None
+    return row
+
+
+def _in_plan(records: Iterable[ResultRecord], planned: set[Key] | None) -> list[ResultRecord]:
+    return [r for r in records if planned is None or r.key in planned]
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` all at once: readers see the old file or the new one."""
     tmp = path.with_name(f".{path.name}.tmp")
@@ -221,9 +239,24 @@ def _append_whole(file: IO[bytes], line: bytes) -> None:
         raise
 
 
-def _rewrite(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    """Replace ``path`` atomically with ``rows`` as JSON lines."""
-    write_atomically(path, b"".join(map(_line, rows)))
+def _cut_torn_tail(path: Path) -> None:
+    """Cut off a final line without its newline (a writer killed mid-line), so the next
+    append starts a line of its own."""
+    if not path.exists():
+        return
+    with path.open("r+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        position = end
+        while position > 0:
+            start = max(0, position - 65536)
+            f.seek(start)
+            newline = f.read(position - start).rfind(b"\n")
+            if newline >= 0:
+                position = start + newline + 1
+                break
+            position = start
+        if position < end:
+            f.truncate(position)
 
 
 class RunStore:
@@ -233,6 +266,7 @@ class RunStore:
         self.dir = Path(directory)
         self._results: IO[bytes] | None = None
         self._traces: IO[bytes] | None = None
+        self._index: IO[bytes] | None = None
 
     @property
     def manifest_path(self) -> Path:
@@ -253,12 +287,35 @@ class RunStore:
     def results(self, *, every: bool = False) -> list[ResultRecord]:
         """One record per planned (task, repeat), the last line written for it winning;
         ``every=True`` includes records outside the plan (left by a larger earlier run)."""
-        latest = {r.key: r for r in _records(self.dir / RESULTS)}
-        return list(latest.values()) if every else self._in_plan(latest.values())
+        latest, _ = self._read_results()
+        return list(latest.values()) if every else _in_plan(latest.values(), self._planned())
 
     def superseded(self) -> list[ResultRecord]:
-        """Errored attempts of planned samples that a resume replaced (kept for their spend)."""
-        return self._in_plan(_records(self.dir / SUPERSEDED))
+        """Attempts at planned samples that a later line replaced (errored ones a resume
+        retried), kept for their spend."""
+        return self.records()[1]
+
+    def records(self) -> tuple[list[ResultRecord], list[ResultRecord]]:
+        """(:meth:`results`, :meth:`superseded`) from one read of the results."""
+        latest, replaced = self._read_results()
+        earlier = [r for rs in replaced.values() for r in rs]
+        legacy = [  # moved there by older versions; an interrupted move left copies behind
+            r
+            for r in _records(self.dir / SUPERSEDED)
+            if r != latest.get(r.key) and r not in replaced.get(r.key, ())
+        ]
+        planned = self._planned()
+        return _in_plan(latest.values(), planned), _in_plan(earlier + legacy, planned)
+
+    def _read_results(self) -> tuple[dict[Key, ResultRecord], dict[Key, list[ResultRecord]]]:
+        """(each key's last record, the earlier records it replaced) in ``results.jsonl``."""
+        latest: dict[Key, ResultRecord] = {}
+        replaced: dict[Key, list[ResultRecord]] = {}
+        for record in _records(self.dir / RESULTS):
+            if (earlier := latest.get(record.key)) is not None:
+                replaced.setdefault(record.key, []).append(earlier)
+            latest[record.key] = record
+        return latest, replaced
 
     def optimizations(self) -> list[ResultRecord]:
         """The attempts at the optimisation step (``task_id`` "optimize"), failed ones too."""
@@ -297,16 +354,43 @@ class RunStore:
         write_atomically(self.dir / LEARNED_STATE, data)
 
     def traces(self, task_id: str | None = None) -> Iterator[dict[str, Any]]:
-        for _, row in _read_lines(self.dir / TRACES, ("task_id", "repeat")):
-            if task_id is None or row["task_id"] == task_id:
-                yield row
+        """The latest trace of each (task, repeat), or of ``task_id``'s only, in the order
+        written; each is read through the index, one at a time."""
+        index = self.index()
+        keys = sorted((k for k in index if task_id in (None, k[0])), key=index.__getitem__)
+        for _, trace in self.traces_of(keys, index):
+            if trace is not None:
+                yield trace
 
-    def _in_plan(self, records: Iterable[ResultRecord]) -> list[ResultRecord]:
-        planned = self.manifest().planned() if self.manifest_path.exists() else None
-        return [r for r in records if planned is None or r.key in planned]
+    def index(self) -> dict[Key, trace_index.Entry]:
+        """Where each (task, repeat)'s latest trace lies (no trace is parsed)."""
+        return trace_index.load(self.dir / TRACES)
+
+    def traces_of(
+        self, keys: Iterable[Key], index: dict[Key, trace_index.Entry] | None = None
+    ) -> Iterator[tuple[Key, dict[str, Any] | None]]:
+        """Each key with its latest trace (None if it has none), read by seeking to it; a stale
+        ``index`` (by default :meth:`index`) is rebuilt on the way."""
+        path = self.dir / TRACES
+        if not path.exists():
+            yield from ((key, None) for key in keys)
+            return
+        index = self.index() if index is None else index
+        rebuilt = False
+        with path.open("rb") as f:
+            for key in keys:
+                line = trace_index.read_line(f, key, index)
+                if line is None and key in index and not rebuilt:  # stale: rebuild it once
+                    index, rebuilt = trace_index.load(path, rebuild=True), True
+                    line = trace_index.read_line(f, key, index)
+                yield key, None if line is None else _trace(path, key, line)
+
+    def _planned(self) -> set[Key] | None:
+        return self.manifest().planned() if self.manifest_path.exists() else None
 
     def open(self, manifest: Manifest) -> set[Key]:
-        """Start or resume a run; returns the keys already finished (not errored).
+        """Start or resume a run; returns the keys already finished (not errored). Only
+        appends: no trace is read, and the index is brought up to date if it lags.
 
         Raises :class:`ConfigError` if the directory holds a different run or is not writable.
         """
@@ -331,31 +415,33 @@ class RunStore:
                 )
         data = orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
         write_atomically(self.manifest_path, redact_bytes(data))
-        results = self.results(every=True)
-        errored = [r for r in results if r.status == "error"]
-        if errored:
-            rows = [r.model_dump(mode="json") for r in _records(self.dir / SUPERSEDED)]
-            new = [row for r in errored if (row := r.model_dump(mode="json")) not in rows]
-            _rewrite(self.dir / SUPERSEDED, rows + new)  # an earlier open cut short moved some
-        kept = {r.key: r for r in results if r.status != "error"}
-        _rewrite(self.dir / RESULTS, [r.model_dump(mode="json") for r in kept.values()])
-        traces = {(t["task_id"], t["repeat"]): t for t in self.traces()}
-        _rewrite(self.dir / TRACES, [traces[k] for k in kept if k in traces])
+        traces = self.dir / TRACES
+        for path in (self.dir / RESULTS, traces, trace_index.index_path(traces)):
+            _cut_torn_tail(path)
+        for name in (OPTIMIZATION, OPTIMIZATION_TRACES):
+            _cut_torn_tail(self.dir / name)
+        trace_index.update(traces)
+        finished = {r.key for r in self.results(every=True) if r.status != "error"}
         self._results = (self.dir / RESULTS).open("ab")
-        self._traces = (self.dir / TRACES).open("ab")
-        return set(kept)
+        self._traces = traces.open("ab")
+        self._index = trace_index.index_path(traces).open("ab")
+        return finished
 
     def append(self, result: ResultRecord, trace: dict[str, Any]) -> None:
-        """Write one finished sample (trace first, so a result line always has its trace)."""
-        assert self._results is not None and self._traces is not None, "call open() first"
-        _append_whole(self._traces, _line(trace))
+        """Write one finished sample: its trace, where that lies, then its result (so a result
+        line always has its trace)."""
+        assert self._results and self._traces and self._index, "call open() first"
+        line, offset = _line(trace), self._traces.tell()
+        _append_whole(self._traces, line)
+        if (key := trace_index.trace_key(line)) is not None:
+            _append_whole(self._index, trace_index.index_line(key, offset, len(line)))
         _append_whole(self._results, _line(result.model_dump(mode="json")))
 
     def close(self) -> None:
-        for f in (self._results, self._traces):
+        for f in (self._results, self._traces, self._index):
             if f is not None:
                 f.close()
-        self._results = self._traces = None
+        self._results = self._traces = self._index = None
 
 
 def existing_run(path: str | Path) -> RunStore:

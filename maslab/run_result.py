@@ -114,9 +114,8 @@ class RunResult:
 
     @classmethod
     def read(cls, store: RunStore) -> RunResult:
-        return cls(
-            store.dir, store.manifest(), store.results(), store.superseded(), store.optimizations()
-        )
+        records, superseded = store.records()
+        return cls(store.dir, store.manifest(), records, superseded, store.optimizations())
 
     @cached_property
     def summary(self) -> Summary:

@@ -7,7 +7,7 @@ inside their panels and cells instead of being cut there.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.table import Column, Table
 
 from maslab.errors import ConfigError
-from maslab.results import RunStore
+from maslab.results import Key, RunStore
 from maslab.roles import describe_model_roles
 from maslab.stats import summarize
 
@@ -26,8 +26,9 @@ def show_run(
     """The run's summary and one row per sample; ``prices`` (model -> USD per 1M prompt and
     completion tokens) adds the cost per sample, each model at its own price."""
     manifest = store.manifest()
-    records = sorted(store.results(), key=lambda r: (r.task_id, r.repeat))
-    s = summarize(records, superseded=store.superseded(), optimization=store.optimizations())
+    records, superseded = store.records()
+    records.sort(key=lambda r: r.key)
+    s = summarize(records, superseded=superseded, optimization=store.optimizations())
     console.print(
         f"[bold]{manifest.method}[/] on [bold]{manifest.benchmark}[/] with {manifest.model}: "
         f"{s.describe_accuracy()} over {s.design} · "
@@ -65,10 +66,11 @@ def show_run(
 
 
 def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> None:
-    traces = {t["repeat"]: t for t in store.traces(task_id)}
-    if repeat not in traces:
-        raise ConfigError(_missing(store, task_id, repeat, sorted(traces)))
-    trace = traces[repeat]
+    """The transcript of (``task_id``, ``repeat``) and its verdict; only its trace is read."""
+    index = store.index()
+    [(_, trace)] = store.traces_of([(task_id, repeat)], index)
+    if trace is None:
+        raise ConfigError(_missing(store, task_id, repeat, index))
     result = next((r for r in store.results() if r.key == (task_id, repeat)), None)
     prompt = Panel(escape(trace["prompt"]), title=f"task {escape(task_id)}", expand=False)
     console.print(prompt, soft_wrap=False)
@@ -87,12 +89,13 @@ def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> N
         )
 
 
-def _missing(store: RunStore, task_id: str, repeat: int, repeats: list[int]) -> str:
-    """Why there is no transcript for (``task_id``, ``repeat``), and what there is instead."""
-    if repeats:
+def _missing(store: RunStore, task_id: str, repeat: int, index: Collection[Key]) -> str:
+    """Why there is no transcript for (``task_id``, ``repeat``), and what there is instead
+    (``index``: the keys that have one)."""
+    if repeats := sorted(r for t, r in index if t == task_id):
         have = ", ".join(map(str, repeats))
         return f"{store.dir}: task '{task_id}' has no repeat {repeat}; it has {have}"
-    ids = sorted({t["task_id"] for t in store.traces()})
+    ids = sorted({t for t, _ in index})
     if not ids:
         return f"{store.dir}: no transcripts yet (no sample has finished)"
     close = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)

@@ -115,7 +115,7 @@ def test_sigkilled_run_resumes_without_duplicates_or_repeated_requests(tmp_path)
         results = lines(out / "results.jsonl")
         assert sorted(r["task_id"] for r in results) == sorted({r["task_id"] for r in results})
         assert len(results) == 12
-        assert len(lines(out / "traces.jsonl")) == 12
+        assert len(list(RunStore(out).traces())) == 12
         asked = [e["body"]["messages"][-1]["content"] for e in server.request_log[before:]]
         assert len(asked) == 12 - len(finished)
         done_questions = [q for i, q in enumerate(questions) if f"test-{i}" in finished]

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 import time
 
-import orjson
-
 from maslab.cli import main
 from maslab.results import SPENT_KEYS, ResultRecord, RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
@@ -30,10 +28,10 @@ def _tokens(records: list[ResultRecord]) -> int:
 
 def _check(store: RunStore, server: FakeOpenAIServer) -> tuple[int, int, int]:
     """The run's invariants; returns (scored, errored, tokens accounted for)."""
-    lines = [orjson.loads(line) for line in (store.dir / "results.jsonl").read_bytes().splitlines()]
-    keys = [(line["task_id"], line["repeat"]) for line in lines]
-    assert len(keys) == len(set(keys)) == TASKS  # exactly one line per (task, repeat)
-    records = store.results()
+    lines = (store.dir / "results.jsonl").read_bytes().splitlines()
+    records, superseded = store.records()
+    assert len({r.key for r in records}) == len(records) == TASKS  # one per (task, repeat)
+    assert len(lines) == len(records) + len(superseded)  # each line read once, as one or other
     traces = {t["task_id"]: t for t in store.traces()}
     for r in records:
         if r.status == "error":
@@ -41,7 +39,7 @@ def _check(store: RunStore, server: FakeOpenAIServer) -> tuple[int, int, int]:
             assert any(call["error"] for call in traces[r.task_id]["calls"])
         else:
             assert r.score is not None and r.error is None
-    tokens = _tokens(records) + _tokens(store.superseded())
+    tokens = _tokens(records) + _tokens(superseded)
     assert tokens == server.served_prompt_tokens + server.served_completion_tokens
     errored = sum(r.status == "error" for r in records)
     return TASKS - errored, errored, tokens

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import orjson
+import pytest
 
 from maslab.evaluation import Score
 from maslab.report import build_report
@@ -103,3 +108,40 @@ def test_report_renders_empty_runs_and_runs_without_traces(tmp_path):
     assert "empty" in rows[1] and "—" in rows[1]
     assert "showing the first 1 of 2 tasks" in page
     assert page.count("<details>") == 1
+
+
+def test_the_report_parses_only_the_traces_it_shows(tmp_path, monkeypatch):
+    run = make_run(tmp_path / "run", "debate", [True, False, True, True, False])
+    parsed: list[bytes] = []
+    loads = orjson.loads
+
+    def spy(data: bytes | str) -> object:
+        parsed.append(data.encode() if isinstance(data, str) else bytes(data))
+        return loads(data)
+
+    monkeypatch.setattr(orjson, "loads", spy)
+    page = build_report([run], tmp_path / "report.html", max_tasks=2).read_text()
+    assert page.count("<code>t") == 2 and "showing the first 2 of 5 tasks" in page
+    traces = [data for data in parsed if b'"prompt":"What is 1?"' in data]
+    assert [orjson.loads(data)["task_id"] for data in traces] == ["t0", "t1"]
+
+
+def test_importing_the_report_draws_in_no_plotting_library():
+    code = "import sys, maslab.report; print('matplotlib' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    assert result.stdout.strip() == b"False"
+
+
+def test_a_report_that_fails_part_way_leaves_the_old_page(tmp_path, monkeypatch):
+    run = make_run(tmp_path / "run", "debate", [True, False])
+    out = build_report([run], tmp_path / "report.html")
+    page = out.read_bytes()
+
+    def broken(*args: object) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("maslab.report._record", broken)
+    with pytest.raises(OSError):
+        build_report([run], out)
+    assert out.read_bytes() == page
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "run"]

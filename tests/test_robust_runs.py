@@ -49,9 +49,10 @@ def test_a_corrupted_line_is_skipped_with_a_warning_and_its_sample_rerun(tmp_pat
     assert any(f"{out / RESULTS} line 4 skipped: not a result record" in w for w in warnings)
     assert "3 tasks" in capsys.readouterr().out  # show counts the readable records
 
-    assert run(out) == 0  # resume re-runs exactly the two unreadable samples
-    assert sorted(r["task_id"] for r in lines(out / RESULTS)) == [f"test-{i}" for i in range(5)]
-    assert len(lines(out / "traces.jsonl")) == 5
+    assert run(out) == 0  # resume re-runs exactly the two unreadable samples, appending them
+    results = RunStore(out).results()
+    assert sorted(r.task_id for r in results) == [f"test-{i}" for i in range(5)]
+    assert len(lines(out / "traces.jsonl")) == 7
 
 
 def test_manifest_write_is_atomic(tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -96,10 +97,14 @@ def disk_full_after_one_sample(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def read_only_disk(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+    opened = pathlib.Path.open
+
+    def refuse(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if not set(mode) & set("wax+"):
+            return opened(self, mode, *args, **kwargs)
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
 
-    monkeypatch.setattr(pathlib.Path, "write_text", refuse)
+    monkeypatch.setattr(pathlib.Path, "open", refuse)
 
 
 @dataclass(frozen=True)
