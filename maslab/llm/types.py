@@ -225,6 +225,7 @@ def make_request(
     logprobs: bool | None = None,
     top_logprobs: int | None = None,
     draw: int = 0,
+    scope: str = "",
 ) -> ChatRequest:
     """Build a :class:`ChatRequest`; a bare string becomes one user message.
 
@@ -250,6 +251,7 @@ def make_request(
         logprobs=logprobs,
         top_logprobs=top_logprobs,
         draw=draw,
+        scope=scope,
     )
 
 
