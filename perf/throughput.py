@@ -145,7 +145,7 @@ def main() -> None:
     server = mp.Process(target=serve, args=(ready, stop), daemon=True)
     server.start()
     base_url = ready.get(timeout=30)
-    profiler = cProfile.Profile() if args.profile else None
+    profiler = cProfile.Profile(time.process_time) if args.profile else None
     try:
         with tempfile.TemporaryDirectory() as tmp:
             rows = measure(base_url, args.calls, args.cap, Path(tmp), profiler)
@@ -164,7 +164,7 @@ def main() -> None:
     }
     if profiler is not None:
         result["profile"] = top_functions(profiler, 15)
-        print("\ncProfile over every pass (figures above are slowed by it):")
+        print("\ncProfile (CPU time) over every pass (the figures above are slowed by it):")
         print(result["profile"])
     write_json(args.json, result)
 

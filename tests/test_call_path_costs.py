@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import itertools
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ from maslab.llm import retry as retry_module
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.ledger import CallRecord, UsageLedger
 from maslab.llm.retry import Retrying, RetryPolicy
-from maslab.llm.types import Completion, FunctionCall, make_request
+from maslab.llm.types import Completion, FunctionCall, TokenLogprob, Usage, make_request
 from maslab.task import Task
 from maslab.testing.scripted import ScriptedModel
 
@@ -89,6 +89,21 @@ def test_usage_totals_dict_is_asdict():
     ledger = UsageLedger([CallRecord("t1", "a", 0, "m", prompt_tokens=3, cached=True)])
     totals = ledger.totals()
     assert totals.to_dict() == asdict(totals)
+
+
+class Uncopyable:
+    def __deepcopy__(self, memo: Any) -> Any:
+        raise AssertionError("the raw payload was copied")
+
+
+def test_a_completion_record_leaves_the_raw_payload_alone():
+    usage, calls = Usage(3, 4, True), (FunctionCall("c1", "f", "{}"),)
+    logprobs = (TokenLogprob("4", -0.1, (("5", -2.0),)),)
+    full = Completion("4", usage, "m", 0.5, tool_calls=calls, logprobs=logprobs)
+    expected = asdict(full)
+    del expected["raw"]
+    assert replace(full, raw={"payload": Uncopyable()}).to_record() == expected
+    assert Completion.from_record(full.to_record()) == full
 
 
 # --- context --------------------------------------------------------------------------------
