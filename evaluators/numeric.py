@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 from maslab.answers import extract_answer, normalize_answer
 from maslab.context import Context
@@ -35,9 +36,14 @@ def parse_number(text: str) -> Fraction | None:
 def numbers_equal(a: str, b: str, rel_tol: float = DEFAULT_REL_TOL) -> bool:
     """Whether both texts are numbers within ``rel_tol`` of each other (relative to the larger)."""
     x, y = parse_number(a), parse_number(b)
-    if x is None or y is None:
-        return False
-    return x == y or abs(x - y) <= Fraction(rel_tol) * max(abs(x), abs(y))
+    return x is not None and y is not None and _close(x, y, rel_tol)
+
+
+def _close(x: Fraction, y: Fraction, rel_tol: float) -> bool:
+    return x == y or abs(x - y) <= _exact(rel_tol) * max(abs(x), abs(y))
+
+
+_exact = lru_cache(maxsize=8)(Fraction)  # a tolerance as an exact fraction, made once
 
 
 @register_evaluator("numeric")
@@ -51,13 +57,21 @@ class NumericEvaluator(Evaluator):
         self.rel_tol = rel_tol
 
     def check_gold(self, task: Task) -> None:
-        if parse_number(gold := gold_of(task)) is None:
-            raise ConfigError(f"task {task.id}: gold {gold!r} is not a number")
+        _gold_number(task)
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
-        self.check_gold(task)
-        gold = gold_of(task)
+        gold, expected = gold_of(task), _gold_number(task)
         extracted = extract_answer(answer, "number")
         if extracted is None:
             return Score.unparsable()
-        return Score.graded(numbers_equal(extracted, gold, self.rel_tol), extracted, gold)
+        found = parse_number(extracted)
+        correct = found is not None and _close(found, expected, self.rel_tol)
+        return Score.graded(correct, extracted, gold)
+
+
+def _gold_number(task: Task) -> Fraction:
+    """The task's gold as a number, or a one-line ConfigError."""
+    number = parse_number(gold := gold_of(task))
+    if number is None:
+        raise ConfigError(f"task {task.id}: gold {gold!r} is not a number")
+    return number

@@ -14,7 +14,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -251,12 +251,16 @@ class Context:
             left = self._admit()
             self._calls += 1
         handle = self.resolve(model)
-        request = make_request(messages, **{**self.sampling, **params})
         where = (stream,) if stream else (self.sample_id, self.repeat, agent or "")
         scope = "\x1f".join(map(str, (self.seed, *where)))
+        request = make_request(
+            messages, scope=scope, affinity=self.affinity, **{**self.sampling, **params}
+        )
         key = (scope, request.fingerprint(handle.name, with_draw=False))
-        request = replace(request, draw=self._draws[key], scope=scope, affinity=self.affinity)
-        self._draws[key] += 1
+        draw = self._draws[key]
+        self._draws[key] = draw + 1
+        if draw:  # an identical request came first in this stream: a new draw
+            request = request.with_draw(draw, scope)
         record = CallRecord(
             self.sample_id, agent, round, handle.name,
             draw=request.draw, purpose=purpose, messages=request.messages,
@@ -315,9 +319,13 @@ class Context:
         a proposal) before they are cancelled.
         """
         self._ended = True
+        current = asyncio.current_task()
+        others = [t for t in self._callers if t is not current]
+        if not (self._inflight or others):
+            return  # every call was this task's own and has ended: nothing to wait for
         while self._inflight:
             await asyncio.gather(*self._inflight, return_exceptions=True)
-        callers = [t for t in self._callers if t is not asyncio.current_task() and not t.done()]
+        callers = [t for t in others if not t.done()]
         if callers:
             _, late = await asyncio.wait(callers, timeout=grace_s)
             for task in late:

@@ -499,9 +499,9 @@ def usage_fields(ctx: Context) -> dict[str, Any]:
     """A sample's spend for its result record: the method's calls (in total and per model) and
     the scoring calls, each as :class:`UsageTotals` fields."""
     return {
-        "usage": asdict(ctx.usage),
-        "usage_by_model": {m: asdict(t) for m, t in ctx.ledger.by_model().items()},
-        "scoring_usage": asdict(ctx.ledger.totals(purpose="scoring")),
+        "usage": ctx.usage.to_dict(),
+        "usage_by_model": {m: t.to_dict() for m, t in ctx.ledger.by_model().items()},
+        "scoring_usage": ctx.ledger.totals(purpose="scoring").to_dict(),
     }
 
 

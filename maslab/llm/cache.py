@@ -4,6 +4,12 @@ The key covers the model's identity, the messages, the sampling parameters, the 
 response format, and the request's draw index, so k identical requests of one sample are k
 entries (independent samples stay independent) while re-running the sample replays each of
 them exactly.
+
+Writes are batched: a stored completion waits in memory (where ``get`` finds it) until
+:data:`BATCH_SIZE` wait or the oldest has waited :data:`BATCH_SECONDS`, and is then written
+with the others in one transaction; ``flush``, ``close`` and closing the model write the rest
+(so does the interpreter's exit). A killed process loses only entries not yet written: calls a
+re-run makes again, never results.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import weakref
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +26,9 @@ import orjson
 from maslab.errors import ConfigError
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Middleware
 
+BATCH_SIZE = 64
+BATCH_SECONDS = 1.0
+_INSERT = "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -30,7 +40,7 @@ CREATE TABLE IF NOT EXISTS responses (
 
 
 class ResponseCache:
-    """A thread-safe key -> completion store in one SQLite file (WAL mode)."""
+    """A thread-safe key -> completion store in one SQLite file (WAL mode), written in batches."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path).expanduser()
@@ -43,39 +53,83 @@ class ResponseCache:
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"{self.path}: cannot open the response cache ({exc})") from None
         self._lock = threading.Lock()
+        self._pending: dict[str, tuple[str, bytes, float]] = {}  # key -> row, not yet written
+        self._oldest = 0.0  # when the oldest pending entry was stored (monotonic)
+        weakref.finalize(self, _write, self._db, self._lock, self._pending)
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
-            row = self._db.execute(
-                "SELECT completion FROM responses WHERE key = ?", (key,)
-            ).fetchone()
-        if row is None:
-            return None
-        return Completion.from_record(orjson.loads(row[0]), cached=True)
+            pending = self._pending.get(key)
+            if pending is not None:
+                blob = pending[1]
+            else:
+                row = self._db.execute(
+                    "SELECT completion FROM responses WHERE key = ?", (key,)
+                ).fetchone()
+                if row is None:
+                    return None
+                blob = row[0]
+        return Completion.from_record(orjson.loads(blob), cached=True)
 
     def put(self, key: str, completion: Completion) -> None:
         record = completion.to_record()
         record.pop("cached")
         blob = orjson.dumps(record)
+        now = time.monotonic()
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                (key, completion.model, blob, time.time()),
-            )
+            if not self._pending:
+                self._oldest = now
+            self._pending[key] = (completion.model, blob, time.time())
+            if len(self._pending) >= BATCH_SIZE or now - self._oldest >= BATCH_SECONDS:
+                _write(self._db, None, self._pending)
+
+    def flush(self) -> None:
+        """Write every entry still waiting in memory."""
+        _write(self._db, self._lock, self._pending)
 
     def stats(self) -> dict[str, int]:
+        self.flush()
         with self._lock:
             (count,) = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()
         return {"entries": count, "bytes": self.path.stat().st_size if self.path.exists() else 0}
 
     def clear(self) -> int:
         """Delete every entry; returns how many there were."""
+        self.flush()
         with self._lock:
             return self._db.execute("DELETE FROM responses").rowcount
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             self._db.close()
+
+
+def _write(
+    db: sqlite3.Connection,
+    lock: threading.Lock | None,
+    pending: dict[str, tuple[str, bytes, float]],
+) -> None:
+    """Write ``pending`` to ``db`` in one transaction and empty it (taking ``lock`` unless
+    the caller holds it); a closed database is left alone."""
+    if lock is not None:
+        with lock:
+            _write(db, None, pending)
+        return
+    if not pending:
+        return
+    rows = [(key, *row) for key, row in pending.items()]
+    pending.clear()
+    try:
+        db.execute("BEGIN")
+        db.executemany(_INSERT, rows)
+        db.execute("COMMIT")
+    except sqlite3.ProgrammingError:  # closed: nothing can be written any more
+        return
+    except sqlite3.Error:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 class Cached(Middleware):
@@ -94,3 +148,7 @@ class Cached(Middleware):
         completion = await self.inner.complete(request)
         self.cache.put(key, completion)
         return completion
+
+    async def aclose(self) -> None:
+        self.cache.flush()
+        await self.inner.aclose()

@@ -6,7 +6,7 @@ judge, reported apart so that the scorer never changes a method's cost).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from maslab.llm.types import ChatMessage, FunctionCall
@@ -41,7 +41,12 @@ class CallRecord:
     tool_calls: tuple[FunctionCall, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Its fields as plain data, for a trace line; the message dicts are shared, not copied."""
+        out = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        out["tool_calls"] = tuple(
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+        )
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,14 @@ class UsageTotals:
     def total_tokens(self) -> int:
         """Newly spent tokens."""
         return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its fields as a dict (what ``dataclasses.asdict`` gives, without its deep copy)."""
+        return {name: getattr(self, name) for name in _TOTALS_FIELDS}
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(CallRecord))
+_TOTALS_FIELDS = tuple(f.name for f in fields(UsageTotals))
 
 
 def _totals(rows: list[CallRecord]) -> UsageTotals:

@@ -47,6 +47,25 @@ class Retrying(Middleware):
         return max(self._backoff(state), retry_after)
 
     async def complete(self, request: ChatRequest) -> Completion:
+        try:  # the first attempt goes straight through: most calls need no retry machinery
+            return await self.inner.complete(request)
+        except LLMError as exc:
+            if not _retryable(exc) or self.policy.attempts == 1:
+                exc.attempts = 1
+                raise
+            first = exc
+        return await self._retry(request, first)
+
+    async def _retry(self, request: ChatRequest, first: LLMError) -> Completion:
+        """The attempts after a retryable ``first`` failure, under tenacity (whose first
+        attempt raises ``first`` again, so it waits, counts and stops as for any failure)."""
+        pending = [first]
+
+        async def attempt() -> Completion:
+            if pending:
+                raise pending.pop()
+            return await self.inner.complete(request)
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.policy.attempts),
             wait=self._wait,
@@ -54,7 +73,7 @@ class Retrying(Middleware):
             reraise=True,
         )
         try:
-            return await retrying(self.inner.complete, request)
+            return await retrying(attempt)
         except LLMError as exc:
             exc.attempts = retrying.statistics.get("attempt_number", 1)
             raise

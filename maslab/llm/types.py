@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 import orjson
@@ -163,9 +163,12 @@ class Completion:
     raw: Mapping[str, Any] | None = None
 
     def to_record(self) -> dict[str, Any]:
-        """JSON-ready form without the raw provider payload."""
-        out = asdict(self)
-        out.pop("raw")
+        """JSON-ready form without the raw provider payload (which is never copied)."""
+        out = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        out["usage"] = asdict(self.usage)
+        out["tool_calls"] = tuple(map(asdict, self.tool_calls))
+        if self.logprobs is not None:
+            out["logprobs"] = tuple(map(asdict, self.logprobs))
         return out
 
     @classmethod
@@ -180,6 +183,9 @@ class Completion:
                 for t in data["logprobs"]
             )
         return cls(**data)
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(Completion) if f.name != "raw")
 
 
 @runtime_checkable
@@ -229,6 +235,8 @@ def make_request(
     logprobs: bool | None = None,
     top_logprobs: int | None = None,
     draw: int = 0,
+    scope: str = "",
+    affinity: str = "",
 ) -> ChatRequest:
     """Build a :class:`ChatRequest`; a bare string becomes one user message.
 
@@ -254,6 +262,8 @@ def make_request(
         logprobs=logprobs,
         top_logprobs=top_logprobs,
         draw=draw,
+        scope=scope,
+        affinity=affinity,
     )
 
 
