@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 # The embedded offline model (llama.cpp on SmolLM2-135M): what runs when no model is named.
 DEMO_MODEL = "local:smollm2-135m"
@@ -25,6 +25,8 @@ SAMPLING: Mapping[str, Any] = MappingProxyType(
 JUDGE_TEMPERATURE = 0
 
 CONCURRENCY = 32  # model calls in flight across a run (and as many samples)
+# Which waiting call goes next when they are at the cap (see maslab.scheduling for the measure).
+SCHEDULER: Final = "progress"
 REPEATS = 1  # independent attempts per task
 SEED = 0  # the run seed: per-sample random streams and the response cache's draws
 SPLIT = "test"

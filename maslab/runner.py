@@ -40,6 +40,7 @@ from maslab.method import Method, get_method
 from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.roles import ModelRoles, check_model_roles, role_models
 from maslab.sandbox import protections, require_isolation
+from maslab.scheduling import CallGate, Policy
 from maslab.task import Task
 
 # a run stops when this many samples failed with an endpoint failure before any succeeded
@@ -91,6 +92,8 @@ class RunConfig(BaseModel):
         seed: The run seed: per-sample random streams, response-cache draws, the shuffle.
         concurrency: Model calls in flight across the run, and as many samples; also each
             endpoint's cap, unless the endpoints file sets its ``max_concurrency``.
+        scheduler: Which waiting call goes next when ``concurrency`` binds (``fcfs`` or
+            ``progress``, see :mod:`maslab.scheduling`); it orders calls, never changes them.
         evaluator: The scoring protocol; None is the benchmark's default.
         evaluator_options: Keyword arguments of the evaluator's constructor (``judge``).
         max_calls: Per-sample budget: model calls.
@@ -124,6 +127,7 @@ class RunConfig(BaseModel):
     repeats: int = Field(defaults.REPEATS, ge=1)
     seed: int = defaults.SEED
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
+    scheduler: Policy = defaults.SCHEDULER
     evaluator: str | None = None
     evaluator_options: dict[str, Any] = Field(default_factory=dict)
     max_calls: int | None = Field(None, ge=1)
@@ -309,7 +313,7 @@ class Runner:
     async def run(self) -> list[ResultRecord]:
         """Run every unfinished sample; returns the run's full result set afterwards."""
         todo = self.todo if self.todo is not None else self.open()
-        calls = asyncio.Semaphore(self.config.concurrency)
+        calls = self._call_gate()
         samples = asyncio.Semaphore(self.config.concurrency)
         try:
             if self.config.optimize_on is not None:
@@ -321,7 +325,12 @@ class Runner:
             await self.evaluator.aclose()
         return self.store.results()
 
-    async def _optimize(self, calls: asyncio.Semaphore) -> None:
+    def _call_gate(self) -> CallGate:
+        """The gate every model call of the run passes: ``concurrency`` in flight, waiting
+        calls served by the run's scheduler."""
+        return CallGate(self.config.concurrency, self.config.scheduler)
+
+    async def _optimize(self, calls: CallGate) -> None:
         """The optimisation step: load the learned state a previous attempt saved, or run the
         method's ``optimize`` in a context of its own, record its spend (whatever happens)
         and save what it learned, atomically."""
@@ -363,7 +372,7 @@ class Runner:
         )
 
     def _context(
-        self, sample_id: str, repeat: int, calls: asyncio.Semaphore, budget: Budget | None
+        self, sample_id: str, repeat: int, calls: CallGate, budget: Budget | None
     ) -> Context:
         config = self.config
         return Context(
@@ -379,7 +388,7 @@ class Runner:
         )
 
     async def _sample(
-        self, task: Task, repeat: int, calls: asyncio.Semaphore, samples: asyncio.Semaphore
+        self, task: Task, repeat: int, calls: CallGate, samples: asyncio.Semaphore
     ) -> None:
         async with samples:
             ctx = self._context(task.id, repeat, calls, self.config.budget())
