@@ -25,7 +25,7 @@ SAMPLING: Mapping[str, Any] = MappingProxyType(
 JUDGE_TEMPERATURE = 0
 
 CONCURRENCY = 32  # model calls in flight across a run (and as many samples)
-# Which waiting call goes next when they are at the cap (see maslab.scheduling for the measure).
+# Which waiting model call goes next when a run's calls are at the cap (maslab.scheduling: why).
 SCHEDULER: Final = "progress"
 REPEATS = 1  # independent attempts per task
 SEED = 0  # the run seed: per-sample random streams and the response cache's draws

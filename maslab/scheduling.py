@@ -12,7 +12,8 @@ the waiting call that takes the next free slot:
 Nothing starves: a waiting call that has seen ``patience`` slots go to other calls (16 per
 slot of the gate by default: about 16 model latencies) is served before every call that came
 after it, oldest first. The policy changes the order in which calls are sent, never what is
-sent: no prompt depends on completion order.
+sent: no prompt depends on completion order. It orders the run's gate only: where an endpoint's
+own, lower ``max_concurrency`` binds instead, calls wait there first come first served.
 
 ``progress`` is the default, from ``perf/scheduler.py`` (LLM Debate 3x2 and Self-Refine on 256
 tasks, 16 calls in flight, 150 ms). A run opens as many samples as calls in flight, so under
@@ -21,7 +22,8 @@ throughput) and memory come out the same, and ``progress`` finishes its first sa
 (a debate's after its two rounds, not after every open sample's first round too). Where more
 samples are open than slots (runs sharing one gate), ``fcfs`` advances them all in step, so
 they all finish near the end; ``progress`` finishes them about in the order they opened: the
-first several times sooner, lower mean latency, and less memory as finished samples let go.
+first several times sooner, lower mean latency, and less memory as finished samples let go,
+though a sample that opened late may take longer than under ``fcfs`` (the p95 latency).
 """
 
 from __future__ import annotations

@@ -167,7 +167,8 @@ def run_options(p: argparse.ArgumentParser) -> None:
         choices=POLICIES,
         default=defaults.SCHEDULER,
         help="which waiting model call goes next when --concurrency binds: the one waiting "
-        "longest (fcfs) or the one whose sample is furthest along (progress, the default)",
+        "longest (fcfs) or the one whose sample is furthest along (progress); "
+        f"default {defaults.SCHEDULER}",
     )
     p.add_argument(
         "--config",
