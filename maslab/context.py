@@ -8,6 +8,7 @@ transcript, and gives the sample its own seeded random generator.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import random
@@ -27,6 +28,7 @@ from maslab.llm.registry import ModelPool
 from maslab.llm.types import ChatMessage, ChatModel, ChatRequest, Completion, make_request
 from maslab.messages import Message, Transcript
 from maslab.roles import check_model_roles, role_models
+from maslab.scheduling import CallGate
 from maslab.secrets import redact
 from maslab.task import Solution
 
@@ -101,7 +103,7 @@ class Context:
         budget: Budget | None = None,
         sampling: Mapping[str, Any] | None = None,
         model_roles: Mapping[str, Any] | None = None,
-        gate: asyncio.Semaphore | None = None,
+        gate: CallGate | asyncio.Semaphore | None = None,
     ) -> None:
         """Check the arguments and open the sample's ledger, transcript and random stream.
 
@@ -116,7 +118,9 @@ class Context:
             budget: The sample's limits on calls, tokens and seconds; None is unlimited.
             sampling: Sampling parameters of every call (``temperature``, ``max_tokens``, ...);
                 a call's own keywords override them. None: the model's defaults.
-            gate: Caps the model calls in flight across every sample that shares it.
+            gate: Caps the model calls in flight across every sample that shares it; a
+                :class:`~maslab.scheduling.CallGate` also weighs each waiting call by the calls
+                of its sample answered so far (its policy decides whether that counts).
             model_roles: Role or agent name -> model spec (or ``{model, temperature}``), giving
                 agents other models than ``model`` (see :mod:`maslab.roles`).
 
@@ -128,7 +132,7 @@ class Context:
         for name, value, kind, expected in (
             ("models", models, ModelPool, "a ModelPool"),
             ("budget", budget, Budget, "a Budget"),
-            ("gate", gate, asyncio.Semaphore, "an asyncio.Semaphore"),
+            ("gate", gate, (asyncio.Semaphore, CallGate), "an asyncio.Semaphore or a CallGate"),
         ):
             if value is not None and not isinstance(value, kind):
                 _wrong(name, value, expected)
@@ -160,6 +164,7 @@ class Context:
         self._inflight: set[asyncio.Future[Completion]] = set()
         self._callers: set[asyncio.Task[Any]] = set()
         self._calls = self._tokens_used = 0  # the method's, for its budget
+        self._answered = 0  # calls answered, scoring too: the sample's progress for the gate
         self._started = time.monotonic()
 
     def resolve(self, model: ChatModel | str | None) -> ChatModel:
@@ -291,14 +296,12 @@ class Context:
         """Run one call and fill in its record; any failure (cancellation too) marks it failed
         and propagates."""
         try:
-            if self.gate is None:
+            async with self._slot():
                 completion = await handle.complete(request)
-            else:
-                async with self.gate:
-                    completion = await handle.complete(request)
         except BaseException as exc:
             record.error = redact(f"{type(exc).__name__}: {exc}".removesuffix(": "))
             raise
+        self._answered += 1
         record.prompt_tokens = completion.usage.prompt_tokens
         record.completion_tokens = completion.usage.completion_tokens
         record.estimated = completion.usage.estimated
@@ -310,6 +313,12 @@ class Context:
         if record.purpose == "method":
             self._tokens_used += completion.usage.total_tokens
         return completion
+
+    def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A place under the gate for one call (none without a gate)."""
+        if isinstance(self.gate, CallGate):
+            return self.gate.slot(self._answered)
+        return self.gate or contextlib.nullcontext()
 
     async def settle(self, grace_s: float = SETTLE_GRACE_S) -> None:
         """End the sample: no new method call starts; wait for the calls still in flight.

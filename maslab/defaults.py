@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 # The embedded offline model (llama.cpp on SmolLM2-135M): what runs when no model is named.
 DEMO_MODEL = "local:smollm2-135m"
@@ -28,6 +28,8 @@ CONCURRENCY = 32  # model calls in flight across a run (and as many samples)
 # Sweep cells run at once (under the sweep's one call cap): enough to overlap the slow tails
 # of cells (last samples, dependent rounds), few enough to show a line each.
 MAX_CELLS = 4
+# Which waiting model call goes next when a run's calls are at the cap (maslab.scheduling: why).
+SCHEDULER: Final = "progress"
 REPEATS = 1  # independent attempts per task
 SEED = 0  # the run seed: per-sample random streams and the response cache's draws
 SPLIT = "test"

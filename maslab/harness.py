@@ -37,6 +37,7 @@ from maslab.paths import default_response_cache
 from maslab.roles import parse_model_roles, role_models
 from maslab.run_result import RunResult, run_label
 from maslab.runner import RunConfig, Runner
+from maslab.scheduling import Policy
 from maslab.sweep import judge_options, unused_judge
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ def run_config(
     repeats: int = defaults.REPEATS,
     seed: int = defaults.SEED,
     concurrency: int = defaults.CONCURRENCY,
+    scheduler: Policy = defaults.SCHEDULER,
     config: Overrides | None = None,
     model_roles: Mapping[str, Any] | Sequence[str] | None = None,
     bench_options: Overrides | None = None,
@@ -191,6 +193,7 @@ def run_config(
         "repeats": repeats,
         "seed": seed,
         "concurrency": concurrency,
+        "scheduler": scheduler,
         "evaluator": evaluator,
         "evaluator_options": scoring,
         "max_calls": max_calls,
@@ -255,6 +258,7 @@ async def aevaluate(
     shuffle: bool = False,
     seed: int = defaults.SEED,
     concurrency: int = defaults.CONCURRENCY,
+    scheduler: Policy = defaults.SCHEDULER,
     bench_options: Overrides | None = None,
     temperature: float = defaults.TEMPERATURE,
     max_tokens: int | None = None,
@@ -302,6 +306,7 @@ async def aevaluate(
             repeats=repeats,
             seed=seed,
             concurrency=concurrency,
+            scheduler=scheduler,
             config=config,
             model_roles=model_roles,
             bench_options=bench_options,

@@ -42,6 +42,7 @@ from maslab.method import Method, get_method
 from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.roles import ModelRoles, check_model_roles, role_models
 from maslab.sandbox import protections, require_isolation
+from maslab.scheduling import CallGate, Policy
 from maslab.task import Task
 
 # a run stops when this many samples failed with an endpoint failure before any succeeded
@@ -93,6 +94,8 @@ class RunConfig(BaseModel):
         seed: The run seed: per-sample random streams, response-cache draws, the shuffle.
         concurrency: Model calls in flight across the run, and as many samples; also each
             endpoint's cap, unless the endpoints file sets its ``max_concurrency``.
+        scheduler: Which waiting call goes next when ``concurrency`` binds (``fcfs`` or
+            ``progress``, see :mod:`maslab.scheduling`); it orders calls, never changes them.
         evaluator: The scoring protocol; None is the benchmark's default.
         evaluator_options: Keyword arguments of the evaluator's constructor (``judge``).
         max_calls: Per-sample budget: model calls.
@@ -126,6 +129,7 @@ class RunConfig(BaseModel):
     repeats: int = Field(defaults.REPEATS, ge=1)
     seed: int = defaults.SEED
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
+    scheduler: Policy = defaults.SCHEDULER
     evaluator: str | None = None
     evaluator_options: dict[str, Any] = Field(default_factory=dict)
     max_calls: int | None = Field(None, ge=1)
@@ -216,12 +220,12 @@ class SharedResources:
     """
 
     models: ModelPool
-    calls: asyncio.Semaphore
+    calls: CallGate
 
     @classmethod
     def for_config(cls, config: RunConfig) -> SharedResources:
         """The resources of runs with ``config``'s endpoints, cache, native and concurrency."""
-        return cls(_pool(config), asyncio.Semaphore(config.concurrency))
+        return cls(_pool(config), CallGate(config.concurrency, config.scheduler))
 
     async def aclose(self) -> None:
         await self.models.aclose()
@@ -345,8 +349,7 @@ class Runner:
     async def run(self) -> list[ResultRecord]:
         """Run every unfinished sample; returns the run's full result set afterwards."""
         todo = self.todo if self.todo is not None else self.open()
-        shared = self.shared
-        calls = shared.calls if shared is not None else asyncio.Semaphore(self.config.concurrency)
+        calls = self._call_gate()
         samples = asyncio.Semaphore(self.config.concurrency)
         try:
             if self.config.optimize_on is not None:
@@ -358,7 +361,14 @@ class Runner:
             await self.evaluator.aclose()
         return self.store.results()
 
-    async def _optimize(self, calls: asyncio.Semaphore) -> None:
+    def _call_gate(self) -> CallGate:
+        """The gate every model call of the run passes: ``concurrency`` in flight, waiting
+        calls served by the run's scheduler (the sweep's gate, when runs share one)."""
+        if self.shared is not None:
+            return self.shared.calls
+        return CallGate(self.config.concurrency, self.config.scheduler)
+
+    async def _optimize(self, calls: CallGate) -> None:
         """The optimisation step: load the learned state a previous attempt saved, or run the
         method's ``optimize`` in a context of its own, record its spend (whatever happens)
         and save what it learned, atomically."""
@@ -400,7 +410,7 @@ class Runner:
         )
 
     def _context(
-        self, sample_id: str, repeat: int, calls: asyncio.Semaphore, budget: Budget | None
+        self, sample_id: str, repeat: int, calls: CallGate, budget: Budget | None
     ) -> Context:
         config = self.config
         return Context(
@@ -416,7 +426,7 @@ class Runner:
         )
 
     async def _sample(
-        self, task: Task, repeat: int, calls: asyncio.Semaphore, samples: asyncio.Semaphore
+        self, task: Task, repeat: int, calls: CallGate, samples: asyncio.Semaphore
     ) -> None:
         async with samples:
             ctx = self._context(task.id, repeat, calls, self.config.budget())

@@ -53,6 +53,7 @@ from maslab.method import get_method
 from maslab.paths import default_response_cache
 from maslab.roles import role_models
 from maslab.runner import RunConfig
+from maslab.scheduling import Policy
 
 
 def unused_judge(option: str, evaluators: Iterable[str]) -> ConfigError:
@@ -127,6 +128,7 @@ class Sweep(BaseModel):
     seed: int = defaults.SEED
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     max_cells: int = Field(defaults.MAX_CELLS, ge=1)
+    scheduler: Policy = defaults.SCHEDULER
     sampling: dict[str, Any] = Field(default_factory=lambda: dict(defaults.SAMPLING))
     evaluator: str | None = None
     judge_model: str | None = None
@@ -233,6 +235,7 @@ class Sweep(BaseModel):
                 repeats=self.repeats,
                 seed=self.seed,
                 concurrency=self.concurrency,
+                scheduler=self.scheduler,
                 evaluator=self.evaluator,
                 evaluator_options=self.scoring(bench.name),
                 cache=cache,

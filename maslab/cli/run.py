@@ -13,6 +13,7 @@ from rich.markup import escape
 from maslab import defaults
 from maslab.cli.console import COUNT, RunStopped, console, import_option, number
 from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
+from maslab.scheduling import POLICIES
 
 if TYPE_CHECKING:
     from maslab.run_result import RunResult
@@ -47,6 +48,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         repeats=args.repeats,
         seed=args.seed,
         concurrency=args.concurrency,
+        scheduler=args.scheduler,
         config=args.config,
         model_roles=args.model_role,
         bench_options=args.bench_option,
@@ -167,6 +169,14 @@ def run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=defaults.SEED)
     p.add_argument(
         "--concurrency", type=COUNT, default=defaults.CONCURRENCY, help="model calls in flight"
+    )
+    p.add_argument(
+        "--scheduler",
+        choices=POLICIES,
+        default=defaults.SCHEDULER,
+        help="which waiting model call goes next when --concurrency binds: the one waiting "
+        "longest (fcfs) or the one whose sample is furthest along (progress); "
+        f"default {defaults.SCHEDULER}",
     )
     p.add_argument(
         "--config",

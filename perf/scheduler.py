@@ -1,0 +1,205 @@
+"""The call scheduler where the cap binds: first-come-first-served against progress.
+
+A FakeOpenAIServer in a separate process answers every call after LATENCY seconds. maslab runs
+two methods on TASKS generated `arith` tasks with CAP model calls in flight: `llm_debate` 3x2
+(three calls at once per sample, two dependent rounds) and `self_refine` (a chain of nine
+dependent calls: the fake critic never says stop). Each method runs under each scheduler
+(`--scheduler fcfs|progress`) and with each admission: the run's own (as many samples open as
+calls in flight, ``1``), a multiple of the cap (``4``: four samples per call slot) or every
+sample at once (``all``). Each cell runs in a fresh process, so its peak RSS is its own.
+
+Per cell: wall time and wall / bound (bound = max(calls x latency / cap, dependent calls x
+latency)), per-sample latency (ResultRecord.elapsed_s, from admission to the sample's end:
+mean, median, p95), the time to the first finished sample, peak RSS and its growth over the
+run, and the most samples open at once. A table, then the figures as JSON (``--json PATH``
+writes them to a file instead).
+
+    python perf/scheduler.py [--tasks 256] [--cap 16] [--latency 0.15] [--admit 1 4 all]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# method -> (config, calls per sample, dependent calls per sample)
+METHODS: dict[str, tuple[dict[str, Any], int, int]] = {
+    "llm_debate": ({"agents": 3, "rounds": 2}, 6, 2),
+    "self_refine": ({"max_iterations": 4}, 9, 9),
+}
+POLICIES = ("fcfs", "progress")
+
+
+def serve(latency: float, ready: mp.Queue, stop: mp.Event) -> None:  # type: ignore[type-arg]
+    from maslab.testing import FakeOpenAIServer
+
+    answer = "Adding step by step gives 42. The answer is 42."
+    with FakeOpenAIServer(lambda request: answer, latency=latency) as server:
+        ready.put(server.base_url)
+        stop.wait()
+        ready.put((server.served, server.peak_in_flight))
+
+
+def _rss_mb() -> float:
+    """The process's resident memory now, in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def measure(cell: dict[str, Any], base_url: str, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    """Run one cell in this (fresh) process and put its figures on ``out``."""
+    from maslab.context import Context
+    from maslab.results import ResultRecord
+    from maslab.runner import RunConfig, Runner
+    from maslab.scheduling import CallGate
+    from maslab.task import Task
+
+    class Measured(Runner):
+        """A runner that admits ``admit`` samples at once and notes when samples open and end."""
+
+        def __init__(self, config: RunConfig, admit: int) -> None:
+            super().__init__(config, listener=self.finished)
+            self.admission = asyncio.Semaphore(admit)
+            self.open_now = self.peak_open = 0
+            self.first_done: float | None = None
+
+        def finished(self, record: ResultRecord) -> None:
+            self.first_done = self.first_done or time.perf_counter()
+
+        async def _sample(
+            self, task: Task, repeat: int, calls: CallGate, samples: asyncio.Semaphore
+        ) -> None:
+            await super()._sample(task, repeat, calls, self.admission)
+
+        async def _solve_and_score(self, task: Task, ctx: Context) -> Any:
+            self.open_now += 1
+            self.peak_open = max(self.peak_open, self.open_now)
+            try:
+                return await super()._solve_and_score(task, ctx)
+            finally:
+                self.open_now -= 1
+
+    config_, _, _ = METHODS[cell["method"]]
+    with tempfile.TemporaryDirectory() as tmp:
+        config = RunConfig(
+            method=cell["method"],
+            method_config=config_,
+            benchmark="arith",
+            benchmark_options={"size": cell["tasks"]},
+            model=f"openai:fake@{base_url}",
+            concurrency=cell["cap"],
+            scheduler=cell["policy"],
+            out=str(Path(tmp) / "run"),
+        )
+        admit = cell["tasks"] if cell["admit"] == "all" else int(cell["admit"]) * cell["cap"]
+        runner = Measured(config, admit)
+        runner.open()
+        rss_before = _rss_mb()
+        started = time.perf_counter()
+        records = asyncio.run(runner.run())
+        wall = time.perf_counter() - started
+    latencies = sorted(r.elapsed_s or 0.0 for r in records)
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.put(
+        {
+            **cell,
+            "ok": sum(r.status == "ok" for r in records),
+            "wall_s": wall,
+            "latency_mean_s": statistics.fmean(latencies),
+            "latency_median_s": statistics.median(latencies),
+            "latency_p95_s": statistics.quantiles(latencies, n=20)[18],
+            "first_result_s": (runner.first_done or started) - started,
+            "peak_rss_mb": peak_rss,
+            "rss_growth_mb": peak_rss - rss_before,
+            "peak_open_samples": runner.peak_open,
+        }
+    )
+
+
+def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
+    """One cell: a fresh server process and a fresh harness process."""
+    spawn = mp.get_context("spawn")
+    ready: mp.Queue = spawn.Queue()  # type: ignore[type-arg]
+    stop = spawn.Event()
+    server = spawn.Process(target=serve, args=(cell["latency"], ready, stop), daemon=True)
+    server.start()
+    base_url = ready.get(timeout=60)
+    out: mp.Queue = spawn.Queue()  # type: ignore[type-arg]
+    harness = spawn.Process(target=measure, args=(cell, base_url, out))
+    harness.start()
+    figures = out.get()
+    harness.join()
+    stop.set()
+    figures["served"], figures["peak_in_flight"] = ready.get(timeout=30)
+    server.join(timeout=10)
+    _, calls, chain = METHODS[cell["method"]]
+    bound = max(cell["tasks"] * calls * cell["latency"] / cell["cap"], chain * cell["latency"])
+    return {**figures, "bound_s": bound, "ratio": figures["wall_s"] / bound}
+
+
+# key, header, alignment and width, number format
+COLUMNS = (
+    ("method", "method", "<11", ""), ("admit", "admit", ">5", ""), ("policy", "policy", "<8", ""),
+    ("wall_s", "wall s", ">7", ".2f"), ("ratio", "/bound", ">6", ".2f"),
+    ("latency_mean_s", "mean", ">6", ".2f"), ("latency_median_s", "median", ">6", ".2f"),
+    ("latency_p95_s", "p95", ">6", ".2f"), ("first_result_s", "first", ">6", ".2f"),
+    ("peak_rss_mb", "RSS MB", ">6", ".0f"), ("rss_growth_mb", "+RSS", ">6", ".1f"),
+    ("peak_open_samples", "open", ">5", ""), ("peak_in_flight", "calls", ">5", ""),
+)  # fmt: skip
+
+
+def _line(row: dict[str, Any] | None) -> str:
+    """A table row, or the header when ``row`` is None."""
+    return " ".join(
+        f"{header:{width}}" if row is None else f"{row[key]:{width}{number}}"
+        for key, header, width, number in COLUMNS
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=256)
+    parser.add_argument("--cap", type=int, default=16)
+    parser.add_argument("--latency", type=float, default=0.15)
+    parser.add_argument(
+        "--admit",
+        nargs="+",
+        default=["1", "4", "all"],
+        help="samples open at once: a multiple of the cap, or all",
+    )
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--json", type=Path, help="write the figures here, not to stdout")
+    args = parser.parse_args()
+
+    rows = []
+    print(f"arith x {args.tasks} tasks, cap {args.cap}, latency {args.latency * 1000:.0f} ms; "
+          "per-sample latency (mean, median, p95) and first sample done in s; open = most "
+          "samples open at once; calls = peak calls in flight at the server")  # fmt: skip
+    print(_line(None))
+    for method in args.methods:
+        for admit in args.admit:
+            for policy in POLICIES:
+                cell = {"method": method, "admit": admit, "policy": policy, "tasks": args.tasks,
+                        "cap": args.cap, "latency": args.latency}  # fmt: skip
+                row = run_cell(cell)
+                rows.append(row)
+                print(_line(row), flush=True)
+    figures = json.dumps(rows, indent=2)
+    if args.json:
+        args.json.write_text(figures + "\n")
+    else:
+        print(figures)
+
+
+if __name__ == "__main__":
+    main()
