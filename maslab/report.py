@@ -1,10 +1,11 @@
 """One self-contained HTML page over run directories: leaderboard, plot and per-task drill-down.
 
-Styles are inline and images are base64 PNGs, so the page loads nothing from the network.
+Styles are inline, the plot (drawn when the page compares runs) is a base64 PNG and topologies
+are inline SVG, so the page loads nothing from the network.
 Every string that came from a model, a dataset or a manifest is HTML-escaped. The page is
 written piece by piece, each shown sample's trace read (through the run's trace index) as its
-drill-down is written, so no run's traces are held at once; matplotlib and networkx are
-imported only when a plot is drawn.
+drill-down is written, so no run's traces are held at once; matplotlib is imported only when a
+plot is drawn.
 """
 
 from __future__ import annotations
@@ -114,9 +115,10 @@ def _plot_labels(runs: Sequence[_Run]) -> list[str]:
 
 
 def _plot(runs: Sequence[_Run]) -> str:
-    """Accuracy (with its interval) against tokens used per sample, one point per run."""
+    """Accuracy (with its interval) against tokens used per sample, one point per run; none
+    for fewer than two runs (one point compares nothing, and the leaderboard holds it)."""
     points = [run for run in runs if run.summary.n]
-    if not points:
+    if len(points) < 2:
         return ""
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -146,57 +148,93 @@ def _plot(runs: Sequence[_Run]) -> str:
     return f'<div class="plot">{_img(fig, "accuracy against tokens per task")}</div>'
 
 
+_ARROW = (
+    '<defs><marker id="maslab-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+    'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#666"/>'
+    "</marker></defs>"
+)
+
+
+def _edge(a: tuple[float, float], b: tuple[float, float], r: float, bend: float) -> str:
+    """An arrow from the circle of radius ``r`` at ``a`` to the one at ``b``; ``bend`` > 0
+    curves it to the left (so the two edges between a mutual pair stay apart)."""
+    (ax, ay), (bx, by) = a, b
+    dx, dy = bx - ax, by - ay
+    length = math.hypot(dx, dy) or 1.0
+    nx_, ny_ = -dy / length, dx / length  # the left normal
+    cx, cy = (ax + bx) / 2 + bend * length * nx_, (ay + by) / 2 + bend * length * ny_
+
+    def rim(px: float, py: float, gap: float) -> tuple[float, float]:
+        """Where the edge leaves (or enters) the circle at (px, py): towards the control point."""
+        tx, ty = cx - px, cy - py
+        norm = math.hypot(tx, ty) or 1.0
+        return px + tx / norm * (r + gap), py + ty / norm * (r + gap)
+
+    (sx, sy), (ex, ey) = rim(ax, ay, 0), rim(bx, by, 2)  # the arrowhead ends just outside
+    return (
+        f'<path d="M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {ex:.1f},{ey:.1f}" fill="none" '
+        'stroke="#666" stroke-width="1.3" marker-end="url(#maslab-arrow)"/>'
+    )
+
+
 @lru_cache(maxsize=64)
-def _topology_img(spec: bytes) -> str:
-    """The topology in ``spec`` (``Topology.to_dict()`` as JSON) drawn as an ``<img>``.
+def _topology_svg(spec: bytes) -> str:
+    """The topology in ``spec`` (``Topology.to_dict()`` as JSON) drawn as inline SVG.
 
     A DAG is drawn in layers (topological generations) left to right, anything else on a circle;
-    nodes are sized to fit their 9 pt labels.
+    nodes are sized to fit their labels. No plotting library is involved.
     """
-    import networkx as nx
-    from matplotlib.figure import Figure
-
     from maslab.topology import Topology
 
     topology = Topology.from_dict(orjson.loads(spec))
     graph = topology.graph
     if not graph:
         return ""
-    labels = {node: _plain(str(node)) for node in graph}
-    node = max(32, 6 * max(map(len, labels.values())) + 20) / 72  # diameter in inches
-    if nx.is_directed_acyclic_graph(graph):
-        layers = list(nx.topological_generations(graph))
+    r = max(18.0, 3.3 * max(len(str(n)) for n in graph) + 8)  # radius for 11 px labels
+    margin = 1.6 * r
+    if topology.is_dag():
+        layers = topology.layers()
         rows = max(map(len, layers))
         pos = {
-            name: (x, (len(layer) - 1) / 2 - y)
+            name: (margin + x * 3.4 * r, margin + (y + (rows - len(layer)) / 2) * 2.6 * r)
             for x, layer in enumerate(layers)
             for y, name in enumerate(layer)
         }
-        limits = ((-0.5, len(layers) - 0.5), (-rows / 2, rows / 2))
-        size = (max(1.6, 2.2 * node) * len(layers), max(1.1, 1.4 * node) * rows)
     else:
-        radius = max(1.0, 1.1 * node / math.sin(math.pi / max(2, len(graph))))
-        pos = nx.circular_layout(graph)
-        limits = ((-1 - node / radius, 1 + node / radius),) * 2
-        size = (2 * (radius + node),) * 2
-    fig = Figure(figsize=tuple(min(side, 12) for side in size))
-    ax = fig.add_subplot(xlim=limits[0], ylim=limits[1])
-    ax.axis("off")
-    mutual = any(graph.has_edge(v, u) for u, v in graph.edges)
-    nx.draw_networkx(
-        graph,
-        pos,
-        ax=ax,
-        labels=labels,
-        node_size=(72 * node) ** 2,
-        node_color="#dbe7f6",
-        edgecolors="#4a6fa5",
-        font_size=9,
-        edge_color="#666",
-        arrowsize=14,
-        connectionstyle="arc3,rad=0.12" if mutual else "arc3",
+        k = len(graph)
+        ring = max(2.0 * r, 1.4 * r / math.sin(math.pi / max(2, k)))
+        pos = {
+            name: (
+                margin + ring + ring * math.cos(2 * math.pi * i / k - math.pi / 2),
+                margin + ring + ring * math.sin(2 * math.pi * i / k - math.pi / 2),
+            )
+            for i, name in enumerate(graph)
+        }
+    width = max(x for x, _ in pos.values()) + margin
+    height = max(y for _, y in pos.values()) + margin
+    edges = []
+    for u, v in graph.edges:
+        if u == v:  # a loop: a small arc over the node
+            x, y = pos[u]
+            edges.append(
+                f'<path d="M{x - r / 2:.1f},{y - 0.87 * r:.1f} C{x - r:.1f},{y - 2.3 * r:.1f} '
+                f'{x + r:.1f},{y - 2.3 * r:.1f} {x + r / 2:.1f},{y - 0.87 * r:.1f}" fill="none" '
+                'stroke="#666" stroke-width="1.3" marker-end="url(#maslab-arrow)"/>'
+            )
+        else:
+            edges.append(_edge(pos[u], pos[v], r, 0.12 if graph.has_edge(v, u) else 0.0))
+    nodes = "".join(
+        f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" fill="#dbe7f6" stroke="#4a6fa5"/>'
+        f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="middle" dominant-baseline="central" '
+        f'font-size="11">{escape(str(name))}</text>'
+        for name, (x, y) in pos.items()
     )
-    return _img(fig, f"topology {topology.name}".strip())
+    title = escape(f"topology {topology.name}".strip())
+    return (
+        f'<svg class="topology" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{min(width, 1100):.0f}" role="img" aria-label="{title}"><title>{title}</title>'
+        f"{_ARROW}{''.join(edges)}{nodes}</svg>"
+    )
 
 
 def _accuracy(s: Summary) -> str:
@@ -302,7 +340,7 @@ def _record(record: ResultRecord, trace: Mapping[str, Any]) -> str:
     if trace.get("prompt") is not None:
         parts.append(f"<h4>Prompt</h4><pre>{escape(str(trace['prompt']))}</pre>")
     if trace.get("topology"):
-        parts.append(f"<h4>Topology</h4>{_topology_img(orjson.dumps(trace['topology']))}")
+        parts.append(f"<h4>Topology</h4>{_topology_svg(orjson.dumps(trace['topology']))}")
     if trace.get("messages"):
         parts.append(f"<h4>Messages</h4>{_messages(trace['messages'])}")
     if trace.get("calls"):

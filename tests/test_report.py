@@ -79,8 +79,8 @@ def test_report_is_self_contained_and_escaped(tmp_path):
     [row] = leaderboard_rows(page)
     assert "debate" in row and "66.7% [20.8, 93.9]" in row
     assert "$0.0017" in row  # each model at its own price: (200·1 + 30·2 + 100·10 + 20·20) / 1e6
-    assert "data:image/png;base64," in page
-    assert page.count("<img") == 2  # the plot and one topology
+    assert "<img" not in page  # one run: no plot (one point compares nothing)
+    assert page.count("<svg") == 1 and page.count("<circle") == 3  # one topology, three agents
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "I agree &amp; so on" in page
     assert "<script" not in page.lower()
@@ -95,6 +95,7 @@ def test_two_runs_are_sorted_by_accuracy(tmp_path):
     assert len(rows) == 2
     assert "debate" in rows[0] and "75.0%" in rows[0]
     assert "vanilla" in rows[1] and "25.0%" in rows[1]
+    assert page.count("data:image/png;base64,") == 1  # two runs: the plot
     assert "—" in rows[0]  # no prices: no cost
 
 
@@ -130,6 +131,20 @@ def test_importing_the_report_draws_in_no_plotting_library():
     code = "import sys, maslab.report; print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
     assert result.stdout.strip() == b"False"
+
+
+def test_a_one_run_report_with_a_topology_loads_no_plotting_library(tmp_path):
+    run = make_run(tmp_path / "run", "debate", [True, False])
+    code = (
+        "import sys\nfrom maslab.report import build_report\n"
+        f"build_report([{str(run)!r}], {str(tmp_path / 'report.html')!r})\n"
+        "print(sorted({'matplotlib', 'networkx'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "<svg" in (tmp_path / "report.html").read_text()
+    assert result.stdout.strip() == "['networkx']"  # topologies are networkx graphs; no matplotlib
 
 
 def test_a_report_that_fails_part_way_leaves_the_old_page(tmp_path, monkeypatch):
