@@ -1,0 +1,41 @@
+"""``maslab show``'s results: one whole line per sample, aligned, whatever the terminal."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from maslab.evaluation import Score
+from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.show import show_run
+
+
+def _run(tmp_path, task_ids: list[str]) -> RunStore:
+    store = RunStore(tmp_path / "run")
+    manifest = Manifest(method="vanilla", benchmark="arith", model="scripted:echo",
+                        evaluator="numeric", task_ids=task_ids)  # fmt: skip
+    store.open(manifest)
+    for i, task in enumerate(task_ids):
+        score = Score(value=float(i % 2), correct=bool(i % 2), extracted=f"{i}\nmore")
+        record = ResultRecord(task_id=task, status="ok", answer=str(i), gold=f"{i}\n(two lines)",
+                              score=score, usage={"calls": 1, "prompt_tokens": 1200})  # fmt: skip
+        store.append(record, {"task_id": task, "repeat": 0, "messages": [], "calls": []})
+    store.close()
+    return store
+
+
+def test_each_sample_is_one_whole_aligned_line(tmp_path):
+    long_id = "a-task-id-much-longer-than-the-terminal-is-wide-" * 2
+    store = _run(tmp_path, ["t1", long_id, "t3"])
+    out = io.StringIO()
+    show_run(store, Console(file=out, width=60))
+    lines = out.getvalue().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["task", "rep"])
+    rows = lines[header + 1 :]
+    assert len(rows) == 3  # no folded cells, and the two-line golds stay on one line each
+    assert any(row.startswith(long_id) for row in rows)
+    first = next(row for row in rows if row.startswith("t1 "))
+    assert "0 more" in first and "0 (two lines)" in first and "✗" in first
+    tokens = lines[header].index("tokens")
+    assert {row[tokens : tokens + 6].strip() for row in rows} == {"1,200"}  # columns line up
