@@ -1,103 +1,190 @@
-"""The harness against its critical-path bound: LLM Debate over the real openai provider.
+"""Sweeps through `maslab run` against their critical-path bound, the same workload driven
+MASLab's way, and a cache replay.
 
-A FakeOpenAIServer in a separate process answers every call after LATENCY seconds. maslab runs
-`llm_debate` (3 agents x 2 rounds, majority vote) on TASKS generated `arith` tasks with CAP model
-calls in flight (`--concurrency CAP`). The bound is max(calls x latency / cap, dependent rounds
-x latency); the ratio wall / bound shows what the harness itself costs. CPU seconds and peak RSS
-are the harness process's own (the server's are not included).
+A FakeOpenAIServer in a process of its own answers every call after LATENCY seconds. For
+llm_debate (3 agents x 2 rounds) and self_consistency (k = 5) on TASKS generated `arith` tasks,
+`maslab run` runs as a user runs it (`--model openai:fake@URL --concurrency CAP`, a fresh run
+directory and response cache each), and the script measures:
 
-    python perf/sweep_vs_bound.py [--tasks 128] [--cap 64] [--latency 0.2] [--endpoints-file]
+- engine: the server's first request arrival to the last result line written (results.jsonl's
+  modification time), against the bound max(calls x latency / cap, dependent rounds x latency);
+- end to end: the command's start to its exit; the difference is the fixed costs, split into
+  start-up (to the first request) and wind-down (last result to exit: summary and report);
+- requests served, peak in flight, CPU and peak RSS of the maslab process;
+- MASLab's way (perf/maslab_style.py in its own process): CAP threads, one per sample, each
+  sample's calls in sequence through a new openai.OpenAI client per call;
+- cache replay: the same command into a new run directory with the same response cache must
+  make no request; its end-to-end time against the first run's.
 
-By default the model is named the way the README runs a local server, `openai:fake@<url>` with
-`--concurrency CAP`; `--endpoints-file` serves it from an endpoints file instead, its
-`max_concurrency` set to CAP too.
+    python perf/sweep_vs_bound.py [--tasks 256] [--cap 64] [--latency 0.2] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import multiprocessing as mp
-import resource
+import json
+import sys
 import tempfile
-import time
 from pathlib import Path
+from typing import Any
 
-AGENTS, ROUNDS = 3, 2
+from procs import (
+    Measured,
+    ServerProcess,
+    describe_machine,
+    machine,
+    maslab_command,
+    print_table,
+    run_measured,
+    write_json,
+)
+
+# method -> (its --config options, calls per task, dependent rounds)
+METHODS: dict[str, tuple[list[str], int, int]] = {
+    "llm_debate": (["agents=3", "rounds=2"], 6, 2),
+    "self_consistency": (["k=5"], 5, 1),
+}
+MASLAB_STYLE = Path(__file__).with_name("maslab_style.py")
 
 
-def serve(latency: float, ready: mp.Queue, stop: mp.Event) -> None:  # type: ignore[type-arg]
-    from maslab.testing import FakeOpenAIServer
+def maslab_run(method: str, url: str, tasks: int, cap: int, out: Path, cache: Path) -> list[str]:
+    """The `maslab run` command line of one sweep, as the README writes it."""
+    options, _, _ = METHODS[method]
+    configs = [arg for option in options for arg in ("--config", option)]
+    return [
+        *maslab_command(), "run", "--method", method, "--benchmark", "arith",
+        "--bench-option", f"size={tasks}", "--model", f"openai:fake@{url}",
+        "--concurrency", str(cap), *configs, "--out", str(out), "--cache", str(cache),
+    ]  # fmt: skip
 
-    answer = "Adding step by step gives 42. The answer is 42."
-    with FakeOpenAIServer(lambda request: answer, latency=latency) as server:
-        ready.put(server.base_url)
-        stop.wait()
-        ready.put((server.served, server.peak_in_flight))
+
+def sweep(
+    method: str, server: ServerProcess, args: argparse.Namespace, tmp: Path
+) -> dict[str, Any]:
+    """One method through `maslab run`, MASLab's way, and replayed from the cache."""
+    _, per_task, rounds = METHODS[method]
+    calls = args.tasks * per_task
+    bound = max(calls * args.latency / args.cap, rounds * args.latency)
+    cache = tmp / f"{method}-cache.sqlite"
+    argv = maslab_run(method, server.url, args.tasks, args.cap, tmp / f"{method}-run", cache)
+    server.reset()
+    server_cpu = server.stats()["cpu_s"]
+    run = run_measured(argv, tmp / f"{method}-run.log").check()
+    stats = server.stats()
+    last_result = (tmp / f"{method}-run" / "results.jsonl").stat().st_mtime
+    engine = last_result - stats["first_arrival"]
+    row: dict[str, Any] = {
+        "calls": calls,
+        "bound_s": bound,
+        "engine_s": engine,
+        "engine_ratio": engine / bound,
+        "end_to_end_s": run.wall,
+        "end_to_end_ratio": run.wall / bound,
+        "fixed_s": run.wall - engine,
+        "start_up_s": stats["first_arrival"] - run.started,
+        "wind_down_s": run.ended - last_result,
+        "served": stats["served"],
+        "peak_in_flight": stats["peak_in_flight"],
+        "server_cpu_ms_per_call": (stats["cpu_s"] - server_cpu) / max(1, stats["served"]) * 1000,
+        **_costs(run, calls),
+    }
+
+    server.reset()
+    style = run_measured(
+        [sys.executable, str(MASLAB_STYLE), server.url, str(tmp / "questions.json"), method,
+         "--threads", str(args.cap)],
+        tmp / f"{method}-maslab-style.log",
+    ).check()  # fmt: skip
+    driven = json.loads(style.output.strip().splitlines()[-1])
+    row["maslab_style"] = {
+        "wall_s": driven["wall_s"],
+        "end_to_end_s": style.wall,
+        "ratio_to_engine": driven["wall_s"] / engine,
+        "served": server.stats()["served"],
+        **_costs(style, calls),
+    }
+
+    server.reset()
+    argv = maslab_run(method, server.url, args.tasks, args.cap, tmp / f"{method}-replay", cache)
+    replay = run_measured(argv, tmp / f"{method}-replay.log").check()
+    row["replay"] = {
+        "end_to_end_s": replay.wall,
+        "requests": server.stats()["requests"],
+        "speed_up": run.wall / replay.wall,
+        **_costs(replay, calls),
+    }
+    return row
+
+
+def _costs(run: Measured, calls: int) -> dict[str, float]:
+    return {
+        "cpu_s": run.cpu_s,
+        "cpu_ms_per_call": run.cpu_s / calls * 1000,
+        "peak_rss_mb": run.peak_rss_mb,
+    }
+
+
+def _questions(tasks: int, path: Path) -> None:
+    from maslab.benchmarks.arith import Arith
+
+    path.write_text(json.dumps([t.question for t in Arith(size=tasks).load("test")]))
+
+
+ROWS: list[tuple[str, Any]] = [
+    ("model calls", lambda r: f"{r['calls']:,}"),
+    ("bound", lambda r: f"{r['bound_s']:.2f} s"),
+    ("engine (first call to last result)", lambda r: f"{r['engine_s']:.2f} s"),
+    ("  engine / bound", lambda r: f"{r['engine_ratio']:.3f}"),
+    ("end to end (start to exit)", lambda r: f"{r['end_to_end_s']:.2f} s"),
+    ("  end to end / bound", lambda r: f"{r['end_to_end_ratio']:.3f}"),
+    ("  fixed costs (end to end - engine)", lambda r: f"{r['fixed_s']:.2f} s"),
+    ("    start-up (start to first call)", lambda r: f"{r['start_up_s']:.2f} s"),
+    ("    wind-down (last result to exit)", lambda r: f"{r['wind_down_s']:.2f} s"),
+    ("requests served", lambda r: f"{r['served']:,}"),
+    ("peak in flight", lambda r: f"{r['peak_in_flight']}"),
+    ("CPU per call (fake server)", lambda r: f"{r['server_cpu_ms_per_call']:.2f} ms"),
+    ("CPU (maslab run)", lambda r: f"{r['cpu_s']:.2f} s"),
+    ("  per call", lambda r: f"{r['cpu_ms_per_call']:.2f} ms"),
+    ("peak RSS (maslab run)", lambda r: f"{r['peak_rss_mb']:.0f} MB"),
+    ("MASLab's way: wall (first to last sample)", lambda r: f"{r['maslab_style']['wall_s']:.2f} s"),
+    ("  / maslab engine", lambda r: f"{r['maslab_style']['ratio_to_engine']:.2f}"),
+    ("  end to end", lambda r: f"{r['maslab_style']['end_to_end_s']:.2f} s"),
+    ("  CPU per call", lambda r: f"{r['maslab_style']['cpu_ms_per_call']:.2f} ms"),
+    ("  peak RSS", lambda r: f"{r['maslab_style']['peak_rss_mb']:.0f} MB"),
+    ("cache replay: end to end", lambda r: f"{r['replay']['end_to_end_s']:.2f} s"),
+    ("  requests made", lambda r: f"{r['replay']['requests']}"),
+    ("  speed-up (first run / replay)", lambda r: f"{r['replay']['speed_up']:.1f}x"),
+    ("  peak RSS", lambda r: f"{r['replay']['peak_rss_mb']:.0f} MB"),
+]  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=128)
-    parser.add_argument("--cap", type=int, default=64)
-    parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument(
-        "--endpoints-file",
-        action="store_true",
-        help="an endpoints file with max_concurrency CAP, not a model@url spec",
-    )
+    parser.add_argument("--tasks", type=int, default=256)
+    parser.add_argument("--cap", type=int, default=64, help="--concurrency, and MASLab's threads")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per call")
+    parser.add_argument("--methods", nargs="+", choices=sorted(METHODS), default=list(METHODS))
+    parser.add_argument("--json", metavar="PATH", help="also write the figures here")
     args = parser.parse_args()
 
-    from maslab.runner import RunConfig, Runner
-
-    ready: mp.Queue = mp.Queue()  # type: ignore[type-arg]
-    stop = mp.Event()
-    server = mp.Process(target=serve, args=(args.latency, ready, stop), daemon=True)
-    server.start()
-    base_url = ready.get(timeout=30)
-    with tempfile.TemporaryDirectory() as tmp:
-        endpoints, model = None, f"openai:fake@{base_url}"
-        if args.endpoints_file:
-            endpoints, model = Path(tmp) / "endpoints.yaml", "openai:fake"
-            endpoints.write_text(
-                f"fake:\n  - base_url: {base_url}\n    max_concurrency: {args.cap}\n"
-            )
-        config = RunConfig(
-            method="llm_debate",
-            method_config={"agents": AGENTS, "rounds": ROUNDS},
-            benchmark="arith",
-            limit=args.tasks,
-            model=model,
-            endpoints=endpoints and str(endpoints),
-            concurrency=args.cap,
-            out=str(Path(tmp) / "run"),
-        )
-        runner = Runner(config)
-        runner.open()
-        cpu = time.process_time()
-        wall = time.perf_counter()
-        records = asyncio.run(runner.run())
-        wall = time.perf_counter() - wall
-        cpu = time.process_time() - cpu
-    stop.set()
-    served, peak = ready.get(timeout=30)
-    server.join(timeout=10)
-
-    tasks = len(runner.tasks)  # the benchmark may hold fewer than --tasks
-    calls = tasks * AGENTS * ROUNDS
-    bound = max(calls * args.latency / args.cap, ROUNDS * args.latency)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    ok = sum(r.status == "ok" for r in records)
-    print(f"llm_debate {AGENTS}x{ROUNDS} on {tasks} tasks, cap {args.cap}, "
-          f"latency {args.latency * 1000:.0f} ms")  # fmt: skip
-    print(f"  wall time        {wall:8.2f} s")
-    print(f"  bound            {bound:8.2f} s   (max({calls} calls x latency / cap, "
-          f"{ROUNDS} rounds x latency))")  # fmt: skip
-    print(f"  ratio            {wall / bound:8.2f}")
-    print(f"  requests served  {served:8d}   ({ok} samples ok)")
-    print(f"  peak in flight   {peak:8d}")
-    print(f"  CPU (harness)    {cpu:8.2f} s   ({cpu / calls * 1000:.2f} ms per call)")
-    print(f"  peak RSS         {rss_mb:8.0f} MB")
+    info = machine()
+    print(describe_machine(info))
+    print(
+        f"{args.tasks} arith tasks, {args.latency * 1000:.0f} ms per call, {args.cap} in flight; "
+        f"bound = max(calls x latency / cap, dependent rounds x latency)"
+    )
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp, ServerProcess(args.latency) as server:
+        _questions(args.tasks, Path(tmp) / "questions.json")
+        for method in args.methods:
+            results[method] = sweep(method, server, args, Path(tmp))
+    header = ["", *(f"{m} ({' '.join(METHODS[m][0])})" for m in results)]
+    print_table(header, [[label, *(cell(r) for r in results.values())] for label, cell in ROWS])
+    for method, r in results.items():
+        if r["replay"]["requests"]:
+            print(f"warning: the {method} replay made {r['replay']['requests']} requests")
+    settings = {"tasks": args.tasks, "cap": args.cap, "latency_s": args.latency}
+    write_json(args.json, {"machine": info, "settings": settings, "methods": results})
 
 
 if __name__ == "__main__":

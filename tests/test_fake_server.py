@@ -1,5 +1,8 @@
 import asyncio
 import json
+import select
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -237,6 +240,43 @@ async def test_peak_in_flight_concurrent_and_sequential(session):
         for i in range(3):
             await chat(session, server, f"s{i}")
         assert (server.peak_in_flight, server.requests) == (1, 3)
+
+
+async def test_arrival_times_bracket_the_requests(session):
+    with FakeOpenAIServer() as server:
+        assert (server.first_arrival, server.last_arrival) == (None, None)
+        before = time.time()
+        await chat(session, server, "one")
+        await chat(session, server, "two")
+        first, last = server.first_arrival, server.last_arrival
+        assert first is not None and last is not None
+        assert before <= first <= last <= time.time()
+        server.reset_stats()
+        assert (server.first_arrival, server.last_arrival) == (None, None)
+
+
+def test_hundreds_of_connections_queue_while_the_loop_is_busy():
+    """Handshakes complete in the kernel's accept queue even while the server's loop is busy
+    (aiohttp's default backlog of 128 would leave the rest waiting on SYN retransmits)."""
+    with FakeOpenAIServer() as server:
+        busy = threading.Event()
+        server._loop.call_soon_threadsafe(busy.wait, 10)  # hold the loop: nothing is accepted
+        sockets = []
+        try:
+            for _ in range(400):
+                s = socket.socket()
+                s.setblocking(False)
+                s.connect_ex(("127.0.0.1", server.port))
+                sockets.append(s)
+            pending, deadline = list(sockets), time.monotonic() + 5
+            while pending and time.monotonic() < deadline:
+                _, writable, _ = select.select([], pending, [], 0.1)
+                pending = [s for s in pending if s not in writable]
+            assert not pending, f"{len(pending)} of 400 connections never completed"
+        finally:
+            busy.set()
+            for s in sockets:
+                s.close()
 
 
 async def test_peak_in_flight_counts_faulted_requests(session):

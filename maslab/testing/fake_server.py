@@ -14,6 +14,10 @@ The server runs on its own event loop in a daemon thread, so it works from synch
 from async tests alike. Request numbers (for ``schedule``) count chat-completion requests from
 construction or from the last :meth:`FakeOpenAIServer.set_faults` call. Every chat-completion
 request waits out the latency; faults apply to authorized, well-formed requests.
+``first_arrival`` and ``last_arrival`` are the wall-clock times (``time.time()``) of the first
+and latest chat request since the last :meth:`FakeOpenAIServer.reset_stats`, for benchmarks that
+time a client in another process. The listening socket takes a backlog of :data:`BACKLOG`
+connections, so a client opening hundreds at once is not held back by refused handshakes.
 
 ``echo_key=True`` plays a careless server that echoes the request's ``Authorization`` header:
 in 401 and 5xx error messages and at the start of every completion, so tests can check that a
@@ -46,6 +50,7 @@ from maslab.testing.scripted import (
     echo,
 )
 
+BACKLOG = 2048  # pending connections the listening socket queues (aiohttp's default is 128)
 FAULTS = ("429", "500", "503", "400", "hang", "malformed", "empty_choices")
 
 Latency = float | tuple[float, float] | Callable[[], float]
@@ -181,6 +186,8 @@ class FakeOpenAIServer:
             self.requests = self.served = 0
             self.served_prompt_tokens = self.served_completion_tokens = 0
             self.peak_in_flight = self.in_flight
+            self.first_arrival: float | None = None
+            self.last_arrival: float | None = None
             self._fault_counts: dict[str, int] = {}
             self._request_log: list[dict[str, Any]] = []
 
@@ -243,7 +250,7 @@ class FakeOpenAIServer:
         app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        await web.TCPSite(self._runner, "127.0.0.1", 0, backlog=BACKLOG).start()
         return self._runner.addresses[0][1]
 
     async def _shutdown(self) -> None:
@@ -260,8 +267,11 @@ class FakeOpenAIServer:
 
     def _arrive(self) -> str | None:
         """Count a chat request and draw its fault, in arrival order."""
+        now = time.time()
         with self._lock:
             self.requests += 1
+            self.first_arrival = self.first_arrival or now
+            self.last_arrival = now
             self._numbered += 1
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
