@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from maslab import defaults
 from maslab.cli.console import COUNT, RunStopped, console, import_option
-from maslab.cli.run import headline, print_summary
+from maslab.cli.run import headline, print_summary, steady_heap
 from maslab.errors import ConfigError, MaslabError
 
 if TYPE_CHECKING:
@@ -73,9 +73,10 @@ def _run_cells(
 ) -> list[Outcome]:
     """Run the cells, ``max_cells`` at once, in one event loop; each cell's summary is printed
     as it finishes (its first line only when ``quiet``). Ctrl-C stops them all, each saving
-    what it finished."""
+    what it finished. Runs on a :func:`steady_heap`, as ``maslab run`` does."""
     try:
-        return asyncio.run(_cells(ready, shared, max_cells, quiet=quiet))
+        with steady_heap():
+            return asyncio.run(_cells(ready, shared, max_cells, quiet=quiet))
     except (KeyboardInterrupt, OSError) as exc:  # main() reports the cause and what was saved
         opened = [runner for _, runner in ready if runner.todo is not None]
         saved = sum(len(runner.store.results()) for runner in opened)
