@@ -9,14 +9,13 @@ old bootstrap (inline below, one ``(n_resamples, n)`` index array) and the batch
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 import tracemalloc
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
 import numpy as np
+from benchkit import arguments, print_machine, print_table, write_json
 
 from maslab.stats import bootstrap_ci
 
@@ -47,27 +46,30 @@ def measure(run: Callable[[np.ndarray, int], Interval], values: np.ndarray, resa
     return {"seconds": seconds, "peak_mb": peak / 2**20, "interval": interval}
 
 
+COLUMNS = [
+    ("pairs", "pairs", "{:,}"), ("old_seconds", "old s", "{:.2f}"),
+    ("old_peak_mb", "old MB", "{:.1f}"), ("new_seconds", "new s", "{:.2f}"),
+    ("new_peak_mb", "new MB", "{:.1f}"), ("same", "same"),
+]  # fmt: skip
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 50_000])
     parser.add_argument("--resamples", type=int, default=2000)
-    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    rows = []
+    info = print_machine()
     print(f"{args.resamples} resamples; time in s, peak memory in MB (tracemalloc)")
-    print(f"{'pairs':>8}  {'old s':>7}  {'old MB':>8}  {'new s':>7}  {'new MB':>7}  same")
+    rows = []
     for n in args.sizes:
         values = np.random.default_rng(n).integers(-1, 2, size=n).astype(float)
-        old = measure(old_bootstrap_ci, values, args.resamples)
-        new = measure(new_bootstrap_ci, values, args.resamples)
-        same = old["interval"] == new["interval"]
-        rows.append({"pairs": n, "resamples": args.resamples, "old": old, "new": new, "same": same})
-        print(
-            f"{n:>8,}  {old['seconds']:7.2f}  {old['peak_mb']:8.1f}  "
-            f"{new['seconds']:7.2f}  {new['peak_mb']:7.1f}  {same}"
-        )
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+        row: dict[str, Any] = {"pairs": n, "resamples": args.resamples}
+        for name, run in (("old", old_bootstrap_ci), ("new", new_bootstrap_ci)):
+            row |= {f"{name}_{k}": v for k, v in measure(run, values, args.resamples).items()}
+        row["same"] = row["old_interval"] == row["new_interval"]
+        rows.append(row)
+    print_table(rows, COLUMNS)
+    write_json(args.json, {"machine": info, "resamples": args.resamples, "sizes": rows})
 
 
 if __name__ == "__main__":

@@ -4,14 +4,16 @@ The server runs in its own thread; the client's event loop runs in the main thre
 thread's CPU time is the client's cost. Workload: CALLS chat completions with CAP in flight at
 LATENCY seconds each; the critical-path bound is CALLS * LATENCY / CAP.
 
-    python perf/client_overhead.py [--calls 768] [--cap 64] [--latency 0.2]
+    python perf/client_overhead.py [--calls 768] [--cap 64] [--latency 0.2] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
+from typing import Any
+
+from benchkit import arguments, print_machine, print_table, write_json
 
 from maslab.llm import Endpoint, load_model
 from maslab.testing import FakeOpenAIServer
@@ -31,25 +33,42 @@ async def run(
     return wall, cpu
 
 
+COLUMNS = [
+    ("transport", "transport"), ("wall_s", "wall s", "{:.2f}"),
+    ("bound_ratio", "/bound", "{:.2f}"), ("client_cpu_s", "client CPU s", "{:.2f}"),
+    ("client_cpu_ms_per_call", "ms/call", "{:.2f}"), ("peak_in_flight", "peak in flight"),
+]  # fmt: skip
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--calls", type=int, default=768)
     parser.add_argument("--cap", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.2)
     args = parser.parse_args()
     bound = args.calls * args.latency / args.cap
+    info = print_machine()
     print(
         f"{args.calls} calls, {args.cap} in flight, {args.latency * 1000:.0f} ms latency; "
         f"bound {bound:.2f} s"
     )
+    rows: list[dict[str, Any]] = []
     for transport in ("http", "sdk"):
         with FakeOpenAIServer(latency=args.latency) as server:
             wall, cpu = asyncio.run(run(transport, server, args.calls, args.cap))
-            print(
-                f"  {transport:4}  wall {wall:6.2f} s  ({wall / bound:.2f}x bound)  "
-                f"client CPU {cpu:5.2f} s = {cpu / args.calls * 1000:.2f} ms/call  "
-                f"peak in flight {server.peak_in_flight}"
+            rows.append(
+                {
+                    "transport": transport,
+                    "wall_s": wall,
+                    "bound_ratio": wall / bound,
+                    "client_cpu_s": cpu,
+                    "client_cpu_ms_per_call": cpu / args.calls * 1000,
+                    "peak_in_flight": server.peak_in_flight,
+                }
             )
+    print_table(rows, COLUMNS)
+    settings = {"calls": args.calls, "cap": args.cap, "latency_s": args.latency, "bound_s": bound}
+    write_json(args.json, {"machine": info, "settings": settings, "transports": rows})
 
 
 if __name__ == "__main__":

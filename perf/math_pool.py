@@ -9,12 +9,11 @@ on other answers first, so the figure is checks per second, not process start-up
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import time
-from pathlib import Path
+
+from benchkit import arguments, print_machine, print_table, write_json
 
 from maslab.evaluators.math import MathEvaluator
 from maslab.task import Task
@@ -67,27 +66,27 @@ async def measure(workers: int, checks: list[tuple[str, str]]) -> dict:
     }
 
 
+COLUMNS = [
+    ("workers", "workers"), ("seconds", "seconds", "{:.2f}"),
+    ("checks_per_s", "checks/s", "{:.1f}"), ("speed_up", "speed-up", "{:.2f}x"),
+    ("correct", "correct"), ("start_s", "start s", "{:.2f}"),
+]  # fmt: skip
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--checks", type=int, default=200)
     default = min(4, os.cpu_count() or 1)
     parser.add_argument("--workers", type=int, nargs="+", default=sorted({1, default}))
-    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    info = print_machine()
+    print(f"{args.checks} checks at once")
     checks = typical_checks(args.checks)
     rows = [asyncio.run(measure(workers, checks)) for workers in args.workers]
-    print(f"{args.checks} checks at once; {os.cpu_count()} CPUs")
-    print(
-        f"{'workers':>7}  {'seconds':>7}  {'checks/s':>8}  {'speed-up':>8}  {'correct':>7}  start s"
-    )
     for row in rows:
-        print(
-            f"{row['workers']:>7}  {row['seconds']:7.2f}  {row['checks_per_s']:8.1f}  "
-            f"{row['checks_per_s'] / rows[0]['checks_per_s']:7.2f}x  {row['correct']:>7}  "
-            f"{row['start_s']:7.2f}"
-        )
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+        row["speed_up"] = row["checks_per_s"] / rows[0]["checks_per_s"]
+    print_table(rows, COLUMNS)
+    write_json(args.json, {"machine": info, "checks": args.checks, "pools": rows})
 
 
 if __name__ == "__main__":

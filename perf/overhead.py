@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchkit import machine, print_machine, print_table, spread, top_functions, write_json
+from benchkit import arguments, print_machine, print_table, spread, top_functions, write_json
 
 from maslab import defaults
 from maslab.llm.registry import ModelSettings, register_provider
@@ -197,28 +197,21 @@ def profile(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
 
 
 COLUMNS = [
-    ("method", "method"),
-    ("calls", "calls"),
-    ("wall_us", "run µs/call"),
-    ("cpu_us", "CPU µs/call"),
-    ("calls_per_s", "calls/s"),
-    ("sample_median_us", "sample median"),
-    ("sample_p99_us", "p99"),
-    ("sample_cpu_median_us", "sample CPU median"),
+    ("method", "method"), ("calls", "calls"), ("wall_us", "run µs/call"),
+    ("cpu_us", "CPU µs/call"), ("calls_per_s", "calls/s"), ("sample_median_us", "sample median"),
+    ("sample_p99_us", "p99"), ("sample_cpu_median_us", "sample CPU median"),
     ("sample_cpu_p99_us", "p99"),
-]
+]  # fmt: skip
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--tasks", type=int, default=200, help="arith tasks per method")
     parser.add_argument("--calls", type=int, default=2000, help="calls of the call path")
     parser.add_argument("--cache", action="store_true", help="with the response cache on")
     parser.add_argument("--profile", action="store_true", help="cProfile top 15 per method")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
-    info = machine()
-    print_machine(info)
+    info = print_machine()
     print(
         f"{args.tasks} arith tasks per method, zero-latency scripted model, ledger and traces on, "
         f"response cache {'on' if args.cache else 'off'}; runs at concurrency "

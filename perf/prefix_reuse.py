@@ -11,8 +11,7 @@ all its prompt characters (messages as "role: content" lines, as a prefix cache 
 Tokens are maslab's scripted count (words and punctuation marks), an approximation of a real
 tokenizer. Learned methods run their untrained defaults (no `optimize`).
 
-    python perf/prefix_reuse.py [--tasks 3] [--methods a,b] [--json out.json]
-                                [--compare before.json]
+    python perf/prefix_reuse.py [--tasks 3] [--methods a,b] [--json PATH] [--compare PATH]
 
 `--compare` adds the reused share of an earlier `--json` file (e.g. taken before a change to the
 prompts) as a "before" column.
@@ -20,7 +19,6 @@ prompts) as a "before" column.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import re
@@ -28,6 +26,8 @@ import time
 import zlib
 from pathlib import Path
 from typing import Any
+
+from benchkit import arguments, print_machine, print_table, write_json
 
 from maslab.benchmark import get_benchmark
 from maslab.context import Context
@@ -85,39 +85,48 @@ async def measure(name: str, tasks: list[Task]) -> dict[str, Any]:
     }
 
 
+COLUMNS = [
+    ("method", "method"), ("requests_per_sample", "req/sample", "{:.1f}"),
+    ("chars_per_sample", "chars", "{:.0f}"), ("tokens_per_sample", "tokens", "{:.0f}"),
+    ("reused_share", "reused", "{:.1%}"), ("reused_token_share", "tok.reused", "{:.1%}"),
+    ("before", "before", "{:.1%}"), ("notes", "notes"),
+]  # fmt: skip
+
+
+def _before(path: Path) -> dict[str, float]:
+    """The reused share by method in an earlier ``--json`` file (its rows under "methods", or a
+    bare list of rows as the script wrote them before)."""
+    data = json.loads(path.read_text())
+    rows = data["methods"] if isinstance(data, dict) else data
+    return {r["method"]: r["reused_share"] for r in rows}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--tasks", type=int, default=3, help="tasks per method")
     parser.add_argument("--methods", help="comma-separated method names (default: all)")
-    parser.add_argument("--json", type=Path, help="write the rows to this JSON file")
     parser.add_argument("--compare", type=Path, help="an earlier --json file: 'before' column")
     args = parser.parse_args()
+    info = print_machine()
+    print(f"{args.tasks} tasks per method, scripted model with a fixed reply")
 
     names = args.methods.split(",") if args.methods else list_methods()
     tasks = {
         name: get_benchmark(name)().load(limit=args.tasks)
         for name in {"arith", *BENCHMARKS.values()}
     }
-    before = {}
-    if args.compare:
-        before = {r["method"]: r["reused_share"] for r in json.loads(args.compare.read_text())}
+    before = _before(args.compare) if args.compare else {}
     rows = []
-    print(f"{'method':22} {'req/sample':>10} {'chars':>9} {'tokens':>8} {'reused':>7} "
-          f"{'tok.reused':>10} {'before':>7}  notes")  # fmt: skip
     for name in names:
         row = asyncio.run(measure(name, tasks[BENCHMARKS.get(name, "arith")]))
         row["before"] = before.get(name)
+        row["notes"] = f"{row['failed']} failed" if row["failed"] else ""
         rows.append(row)
-        was = f"{row['before']:7.1%}" if row["before"] is not None else f"{'':7}"
-        notes = f"{row['failed']} failed" if row["failed"] else ""
-        print(f"{name:22} {row['requests_per_sample']:10.1f} {row['chars_per_sample']:9.0f} "
-              f"{row['tokens_per_sample']:8.0f} {row['reused_share']:7.1%} "
-              f"{row['reused_token_share']:10.1%} {was}  {notes}")  # fmt: skip
+    print_table(rows, COLUMNS)
     every = sum(r["chars_per_sample"] for r in rows)
     reused = sum(r["chars_per_sample"] * r["reused_share"] for r in rows)
     print(f"all methods, prompt characters reused: {reused / every:.1%}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+    write_json(args.json, {"machine": info, "tasks": args.tasks, "methods": rows})
 
 
 if __name__ == "__main__":

@@ -15,17 +15,16 @@ its wall time and peak RSS.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
-from procs import (
+from benchkit import (
     ServerProcess,
-    describe_machine,
-    machine,
+    arguments,
     maslab_command,
+    print_machine,
     print_table,
     rss_mb,
     run_measured,
@@ -62,18 +61,19 @@ class MemoryAtMarks:
                 self.samples[mark] = {"lines": self.lines, "rss_mb": memory[0], "hwm_mb": memory[1]}
 
 
+COLUMNS = [("what", ""), ("value", "value")]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--tasks", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=512)
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per call")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures here")
     args = parser.parse_args()
 
-    info = machine()
     calls = args.tasks * AGENTS * ROUNDS
     bound = max(calls * args.latency / args.concurrency, ROUNDS * args.latency)
-    print(describe_machine(info))
+    info = print_machine()
     print(
         f"llm_debate {AGENTS}x{ROUNDS} on {args.tasks:,} arith tasks ({calls:,} calls), "
         f"--concurrency {args.concurrency}, {args.latency * 1000:.0f} ms per call; "
@@ -90,7 +90,6 @@ def main() -> None:
         ]  # fmt: skip
         memory = MemoryAtMarks(out / "results.jsonl", [round(args.tasks * m) for m in MARKS])
         server.reset()
-        before = server.stats()["cpu_s"]
         run = run_measured(run_argv, Path(tmp) / "run.log", watch=memory).check()
         stats = server.stats()
         last_result = (out / "results.jsonl").stat().st_mtime
@@ -105,15 +104,13 @@ def main() -> None:
             "engine_ratio": engine / bound,
             "start_up_s": stats["first_arrival"] - run.started,
             "wind_down_s": run.ended - last_result,
-            "cpu_s": run.cpu_s,
-            "cpu_ms_per_call": run.cpu_s / calls * 1000,
-            "peak_rss_mb": run.peak_rss_mb,
+            **run.costs(calls),
             "memory_at": {str(mark): sample for mark, sample in memory.samples.items()},
             "samples": len(records),
             "errors": sum(r["status"] == "error" for r in records),
             "served": stats["served"],
             "peak_in_flight": stats["peak_in_flight"],
-            "server_cpu_ms_per_call": (stats["cpu_s"] - before) / max(1, stats["served"]) * 1000,
+            "server_cpu_ms_per_call": stats["cpu_ms_per_call"],
         }
         after: dict[str, dict[str, Any]] = {}
         for name, argv in (
@@ -154,7 +151,7 @@ def main() -> None:
             for name, a in after.items()
         ),
     ]
-    print_table(["", "value"], rows)
+    print_table([{"what": what, "value": value} for what, value in rows], COLUMNS)
     settings = {"tasks": args.tasks, "concurrency": args.concurrency, "latency_s": args.latency}
     write_json(args.json, {"machine": info, "settings": settings, "run": figures})
 

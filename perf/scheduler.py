@@ -15,14 +15,14 @@ run, and the most samples open at once. A table, then the figures as JSON (``--j
 writes them to a file instead).
 
     python perf/scheduler.py [--tasks 256] [--cap 16] [--latency 0.15] [--admit 1 4 all]
+                             [--methods llm_debate self_refine] [--json PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import multiprocessing as mp
+import os
 import resource
 import statistics
 import tempfile
@@ -30,30 +30,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+from benchkit import ServerProcess, arguments, print_machine, print_table, rss_mb, write_json
+
 # method -> (config, calls per sample, dependent calls per sample)
 METHODS: dict[str, tuple[dict[str, Any], int, int]] = {
     "llm_debate": ({"agents": 3, "rounds": 2}, 6, 2),
     "self_refine": ({"max_iterations": 4}, 9, 9),
 }
 POLICIES = ("fcfs", "progress")
-
-
-def serve(latency: float, ready: mp.Queue, stop: mp.Event) -> None:  # type: ignore[type-arg]
-    from maslab.testing import FakeOpenAIServer
-
-    answer = "Adding step by step gives 42. The answer is 42."
-    with FakeOpenAIServer(lambda request: answer, latency=latency) as server:
-        ready.put(server.base_url)
-        stop.wait()
-        ready.put((server.served, server.peak_in_flight))
-
-
-def _rss_mb() -> float:
-    """The process's resident memory now, in MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def measure(cell: dict[str, Any], base_url: str, out: mp.Queue) -> None:  # type: ignore[type-arg]
@@ -104,7 +89,7 @@ def measure(cell: dict[str, Any], base_url: str, out: mp.Queue) -> None:  # type
         admit = cell["tasks"] if cell["admit"] == "all" else int(cell["admit"]) * cell["cap"]
         runner = Measured(config, admit)
         runner.open()
-        rss_before = _rss_mb()
+        rss_before = (rss_mb(os.getpid()) or (0.0, 0.0))[0]
         started = time.perf_counter()
         records = asyncio.run(runner.run())
         wall = time.perf_counter() - started
@@ -129,45 +114,31 @@ def measure(cell: dict[str, Any], base_url: str, out: mp.Queue) -> None:  # type
 def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     """One cell: a fresh server process and a fresh harness process."""
     spawn = mp.get_context("spawn")
-    ready: mp.Queue = spawn.Queue()  # type: ignore[type-arg]
-    stop = spawn.Event()
-    server = spawn.Process(target=serve, args=(cell["latency"], ready, stop), daemon=True)
-    server.start()
-    base_url = ready.get(timeout=60)
-    out: mp.Queue = spawn.Queue()  # type: ignore[type-arg]
-    harness = spawn.Process(target=measure, args=(cell, base_url, out))
-    harness.start()
-    figures = out.get()
-    harness.join()
-    stop.set()
-    figures["served"], figures["peak_in_flight"] = ready.get(timeout=30)
-    server.join(timeout=10)
+    with ServerProcess(cell["latency"]) as server:
+        out: mp.Queue = spawn.Queue()  # type: ignore[type-arg]
+        harness = spawn.Process(target=measure, args=(cell, server.url, out))
+        harness.start()
+        figures = out.get()
+        harness.join()
+        stats = server.stats()
+    figures["served"], figures["peak_in_flight"] = stats["served"], stats["peak_in_flight"]
     _, calls, chain = METHODS[cell["method"]]
     bound = max(cell["tasks"] * calls * cell["latency"] / cell["cap"], chain * cell["latency"])
     return {**figures, "bound_s": bound, "ratio": figures["wall_s"] / bound}
 
 
-# key, header, alignment and width, number format
-COLUMNS = (
-    ("method", "method", "<11", ""), ("admit", "admit", ">5", ""), ("policy", "policy", "<8", ""),
-    ("wall_s", "wall s", ">7", ".2f"), ("ratio", "/bound", ">6", ".2f"),
-    ("latency_mean_s", "mean", ">6", ".2f"), ("latency_median_s", "median", ">6", ".2f"),
-    ("latency_p95_s", "p95", ">6", ".2f"), ("first_result_s", "first", ">6", ".2f"),
-    ("peak_rss_mb", "RSS MB", ">6", ".0f"), ("rss_growth_mb", "+RSS", ">6", ".1f"),
-    ("peak_open_samples", "open", ">5", ""), ("peak_in_flight", "calls", ">5", ""),
-)  # fmt: skip
-
-
-def _line(row: dict[str, Any] | None) -> str:
-    """A table row, or the header when ``row`` is None."""
-    return " ".join(
-        f"{header:{width}}" if row is None else f"{row[key]:{width}{number}}"
-        for key, header, width, number in COLUMNS
-    )
+COLUMNS = [
+    ("method", "method"), ("admit", "admit"), ("policy", "policy"),
+    ("wall_s", "wall s", "{:.2f}"), ("ratio", "/bound", "{:.2f}"),
+    ("latency_mean_s", "mean", "{:.2f}"), ("latency_median_s", "median", "{:.2f}"),
+    ("latency_p95_s", "p95", "{:.2f}"), ("first_result_s", "first", "{:.2f}"),
+    ("peak_rss_mb", "RSS MB", "{:.0f}"), ("rss_growth_mb", "+RSS", "{:.1f}"),
+    ("peak_open_samples", "open"), ("peak_in_flight", "calls"),
+]  # fmt: skip
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, json_help="write the figures here, not to stdout")
     parser.add_argument("--tasks", type=int, default=256)
     parser.add_argument("--cap", type=int, default=16)
     parser.add_argument("--latency", type=float, default=0.15)
@@ -178,27 +149,28 @@ def main() -> None:
         help="samples open at once: a multiple of the cap, or all",
     )
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
-    parser.add_argument("--json", type=Path, help="write the figures here, not to stdout")
     args = parser.parse_args()
-
-    rows = []
+    info = print_machine()
     print(f"arith x {args.tasks} tasks, cap {args.cap}, latency {args.latency * 1000:.0f} ms; "
           "per-sample latency (mean, median, p95) and first sample done in s; open = most "
           "samples open at once; calls = peak calls in flight at the server")  # fmt: skip
-    print(_line(None))
-    for method in args.methods:
-        for admit in args.admit:
-            for policy in POLICIES:
-                cell = {"method": method, "admit": admit, "policy": policy, "tasks": args.tasks,
-                        "cap": args.cap, "latency": args.latency}  # fmt: skip
-                row = run_cell(cell)
-                rows.append(row)
-                print(_line(row), flush=True)
-    figures = json.dumps(rows, indent=2)
+    cells = [
+        {"method": method, "admit": admit, "policy": policy, "tasks": args.tasks,
+         "cap": args.cap, "latency": args.latency}
+        for method in args.methods for admit in args.admit for policy in POLICIES
+    ]  # fmt: skip
+    rows = []
+    for n, cell in enumerate(cells, 1):
+        rows.append(run_cell(cell))
+        print(f"  cell {n}/{len(cells)}: {cell['method']}, admit {cell['admit']}, "
+              f"{cell['policy']}: {rows[-1]['wall_s']:.2f} s", flush=True)  # fmt: skip
+    print_table(rows, COLUMNS)
+    settings = {"tasks": args.tasks, "cap": args.cap, "latency_s": args.latency}
+    result = {"machine": info, "settings": settings, "cells": rows}
     if args.json:
-        args.json.write_text(figures + "\n")
+        write_json(args.json, result)
     else:
-        print(figures)
+        print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
 
 
 if __name__ == "__main__":

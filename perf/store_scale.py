@@ -11,13 +11,13 @@ memory grows with the run.
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchkit import arguments, print_machine, print_table, write_json
 
 from maslab.evaluation import Score
 from maslab.results import Manifest, ResultRecord, RunStore
@@ -113,18 +113,25 @@ def measure(argv: list[str]) -> dict[str, float]:
     return {"wall_s": round(wall, 3), "peak_rss_mb": round(int(done.stdout.split()[-1]) / 1024, 1)}
 
 
+COLUMNS = [("step", "step"), ("wall_s", "wall s", "{:.2f}"), ("peak_rss_mb", "peak RSS MiB")]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--samples", type=int, default=5000)
-    parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--dir", type=Path, help="where to write the run (default: a temp dir)")
     args = parser.parse_args()
+    info = print_machine()
     with tempfile.TemporaryDirectory() as tmp:
         run = args.dir or Path(tmp) / "run"
         started = time.perf_counter()
         write_run(run, args.samples)
         written = time.perf_counter() - started
         size = (run / "traces.jsonl").stat().st_size
+        print(
+            f"{args.samples} samples, traces.jsonl {size / 2**20:.0f} MiB, "
+            f"written in {written:.1f} s"
+        )
         task = f"task-{args.samples // 2:05d}"
         steps = {
             "import maslab.cli (baseline)": ["import"],
@@ -135,15 +142,9 @@ def main() -> None:
             "maslab compare RUN RUN": ["compare", str(run), str(run)],
         }
         figures = {name: measure(argv) for name, argv in steps.items()}
-    print(
-        f"{args.samples} samples, traces.jsonl {size / 2**20:.0f} MiB, written in {written:.1f} s"
-    )
-    print(f"{'step':32} {'wall s':>8} {'peak RSS MiB':>13}")
-    for name, figure in figures.items():
-        print(f"{name:32} {figure['wall_s']:8.2f} {figure['peak_rss_mb']:13.1f}")
-    if args.json:
-        report = {"samples": args.samples, "traces_bytes": size, "steps": figures}
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print_table([{"step": name, **figure} for name, figure in figures.items()], COLUMNS)
+    report = {"machine": info, "samples": args.samples, "traces_bytes": size, "steps": figures}
+    write_json(args.json, report)
 
 
 if __name__ == "__main__":

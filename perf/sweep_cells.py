@@ -17,13 +17,18 @@ over each bound.
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing as mp
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
+
+from benchkit import (
+    ServerProcess,
+    arguments,
+    maslab_command,
+    print_machine,
+    print_table,
+    run_measured,
+    write_json,
+)
 
 # label -> (the sweep file's method entry, dependent rounds of model calls per sample)
 METHODS = {
@@ -33,22 +38,6 @@ METHODS = {
     "debate-2x3": ("{name: llm_debate, config: {agents: 2, rounds: 3}, label: debate-2x3}", 3),
 }
 BENCHMARKS = ("arith", "collab_maze")
-
-
-def serve(latency: float, ready: mp.Queue, stop: mp.Event) -> None:  # type: ignore[type-arg]
-    from maslab.testing import FakeOpenAIServer
-
-    answered: list[float] = []  # when each answer left (the server answers after the latency)
-
-    def answer(request: object) -> str:
-        answered.append(time.monotonic())
-        return "Adding step by step gives 42. The answer is 42."
-
-    with FakeOpenAIServer(answer, latency=latency) as server:
-        ready.put(server.base_url)
-        stop.wait()
-        window = max(answered) - min(answered) + latency
-        ready.put((server.served, server.peak_in_flight, window))
 
 
 def sweep_file(directory: Path, base_url: str, limit: int) -> Path:
@@ -74,27 +63,16 @@ def cell_calls(runs: Path) -> dict[str, int]:
     return calls
 
 
-def timed(command: list[str]) -> float:
-    started = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
-
-
 def measure(max_cells: int, args: argparse.Namespace) -> dict[str, float | int]:
-    ready: mp.Queue = mp.Queue()  # type: ignore[type-arg]
-    stop = mp.Event()
-    server = mp.Process(target=serve, args=(args.latency, ready, stop), daemon=True)
-    server.start()
-    base_url = ready.get(timeout=30)
-    with tempfile.TemporaryDirectory() as tmp:
-        sweep = sweep_file(Path(tmp), base_url, args.limit)
-        command = [sys.executable, "-m", "maslab.cli", "sweep", str(sweep), "--quiet",
+    """One sweep with ``--max-cells max_cells`` against a fresh server."""
+    with ServerProcess(args.latency) as server, tempfile.TemporaryDirectory() as tmp:
+        sweep = sweep_file(Path(tmp), server.url, args.limit)
+        command = [*maslab_command(), "sweep", str(sweep), "--quiet",
                    "--max-cells", str(max_cells), "--concurrency", str(args.cap)]  # fmt: skip
-        wall = timed(command)
+        wall = run_measured(command, Path(tmp) / "sweep.log").check(ok=(0,)).wall
         calls = cell_calls(Path(tmp) / "runs")
-    stop.set()
-    served, peak, window = ready.get(timeout=30)
-    server.join(timeout=10)
+        stats = server.stats()
+    window = stats["last_answer"] - stats["first_arrival"]  # first arrival to last answer
 
     rounds = {f"{b}/{label}": r for b in BENCHMARKS for label, (_, r) in METHODS.items()}
     latency, cap = args.latency, args.cap
@@ -104,8 +82,8 @@ def measure(max_cells: int, args: argparse.Namespace) -> dict[str, float | int]:
         "max_cells": max_cells,
         "cells": len(calls),
         "calls": sum(calls.values()),
-        "served": served,
-        "peak_in_flight": peak,
+        "served": stats["served"],
+        "peak_in_flight": stats["peak_in_flight"],
         "wall_s": round(wall, 3),
         "model_window_s": round(window, 3),
         "sum_of_cell_bounds_s": round(sum(cell_bounds), 3),
@@ -115,28 +93,28 @@ def measure(max_cells: int, args: argparse.Namespace) -> dict[str, float | int]:
     }
 
 
+COLUMNS = [
+    ("max_cells", "max-cells"), ("calls", "calls"), ("peak_in_flight", "peak"),
+    ("wall_s", "wall s", "{:.3f}"), ("model_window_s", "window s", "{:.3f}"),
+    ("sum_of_cell_bounds_s", "sum bounds s", "{:.3f}"), ("one_bound_s", "one bound s", "{:.3f}"),
+    ("window_over_sum", "window/sum", "{:.2f}"), ("window_over_one", "window/one", "{:.2f}"),
+]  # fmt: skip
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--cap", type=int, default=64)
     parser.add_argument("--limit", type=int, default=8)
     parser.add_argument("--max-cells", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
-
-    rows = [measure(k, args) for k in args.max_cells]
+    info = print_machine()
     print(f"{len(METHODS)} methods x {len(BENCHMARKS)} benchmarks, --limit {args.limit}, "
           f"cap {args.cap}, latency {args.latency * 1000:.0f} ms")  # fmt: skip
-    columns = {"max-cells": "max_cells", "calls": "calls", "peak": "peak_in_flight",
-               "wall s": "wall_s", "window s": "model_window_s",
-               "sum bounds s": "sum_of_cell_bounds_s", "one bound s": "one_bound_s",
-               "window/sum": "window_over_sum", "window/one": "window_over_one"}  # fmt: skip
-    print("  " + "  ".join(f"{name:>12}" for name in columns))
-    for row in rows:
-        print("  " + "  ".join(f"{row[key]:>12}" for key in columns.values()))
-    if args.json:
-        settings = {"latency_s": args.latency, "cap": args.cap, "limit": args.limit}
-        args.json.write_text(json.dumps({**settings, "runs": rows}, indent=2) + "\n")
+    rows = [measure(k, args) for k in args.max_cells]
+    print_table(rows, COLUMNS)
+    settings = {"latency_s": args.latency, "cap": args.cap, "limit": args.limit}
+    write_json(args.json, {"machine": info, "settings": settings, "runs": rows})
 
 
 if __name__ == "__main__":

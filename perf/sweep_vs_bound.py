@@ -28,12 +28,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from procs import (
-    Measured,
+from benchkit import (
     ServerProcess,
-    describe_machine,
-    machine,
+    arguments,
     maslab_command,
+    print_machine,
     print_table,
     run_measured,
     write_json,
@@ -68,7 +67,6 @@ def sweep(
     cache = tmp / f"{method}-cache.sqlite"
     argv = maslab_run(method, server.url, args.tasks, args.cap, tmp / f"{method}-run", cache)
     server.reset()
-    server_cpu = server.stats()["cpu_s"]
     run = run_measured(argv, tmp / f"{method}-run.log").check()
     stats = server.stats()
     last_result = (tmp / f"{method}-run" / "results.jsonl").stat().st_mtime
@@ -85,8 +83,8 @@ def sweep(
         "wind_down_s": run.ended - last_result,
         "served": stats["served"],
         "peak_in_flight": stats["peak_in_flight"],
-        "server_cpu_ms_per_call": (stats["cpu_s"] - server_cpu) / max(1, stats["served"]) * 1000,
-        **_costs(run, calls),
+        "server_cpu_ms_per_call": stats["cpu_ms_per_call"],
+        **run.costs(calls),
     }
 
     server.reset()
@@ -101,7 +99,7 @@ def sweep(
         "end_to_end_s": style.wall,
         "ratio_to_engine": driven["wall_s"] / engine,
         "served": server.stats()["served"],
-        **_costs(style, calls),
+        **style.costs(calls),
     }
 
     server.reset()
@@ -111,17 +109,9 @@ def sweep(
         "end_to_end_s": replay.wall,
         "requests": server.stats()["requests"],
         "speed_up": run.wall / replay.wall,
-        **_costs(replay, calls),
+        **replay.costs(calls),
     }
     return row
-
-
-def _costs(run: Measured, calls: int) -> dict[str, float]:
-    return {
-        "cpu_s": run.cpu_s,
-        "cpu_ms_per_call": run.cpu_s / calls * 1000,
-        "peak_rss_mb": run.peak_rss_mb,
-    }
 
 
 def _questions(tasks: int, path: Path) -> None:
@@ -159,16 +149,14 @@ ROWS: list[tuple[str, Any]] = [
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--tasks", type=int, default=256)
     parser.add_argument("--cap", type=int, default=64, help="--concurrency, and MASLab's threads")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per call")
     parser.add_argument("--methods", nargs="+", choices=sorted(METHODS), default=list(METHODS))
-    parser.add_argument("--json", metavar="PATH", help="also write the figures here")
     args = parser.parse_args()
 
-    info = machine()
-    print(describe_machine(info))
+    info = print_machine()
     print(
         f"{args.tasks} arith tasks, {args.latency * 1000:.0f} ms per call, {args.cap} in flight; "
         f"bound = max(calls x latency / cap, dependent rounds x latency)"
@@ -178,8 +166,9 @@ def main() -> None:
         _questions(args.tasks, Path(tmp) / "questions.json")
         for method in args.methods:
             results[method] = sweep(method, server, args, Path(tmp))
-    header = ["", *(f"{m} ({' '.join(METHODS[m][0])})" for m in results)]
-    print_table(header, [[label, *(cell(r) for r in results.values())] for label, cell in ROWS])
+    columns = [("label", ""), *((m, f"{m} ({' '.join(METHODS[m][0])})") for m in results)]
+    rows = [{"label": label, **{m: cell(r) for m, r in results.items()}} for label, cell in ROWS]
+    print_table(rows, columns)
     for method, r in results.items():
         if r["replay"]["requests"]:
             print(f"warning: the {method} replay made {r['replay']['requests']} requests")

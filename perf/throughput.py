@@ -17,17 +17,22 @@ CPU is this process's own (the server's is shown apart).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import cProfile
-import multiprocessing as mp
 import tempfile
 import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from benchkit import machine, print_machine, print_table, top_functions, write_json
+from benchkit import (
+    ServerProcess,
+    arguments,
+    print_machine,
+    print_table,
+    top_functions,
+    write_json,
+)
 
 from maslab.llm import load_model
 from maslab.runner import RunConfig, Runner
@@ -37,16 +42,6 @@ REPLY = (
     "Start from the first count and apply each change in order, checking every step. "
     "The answer is 42."
 )
-
-
-def serve(ready: mp.Queue, stop: mp.Event) -> None:  # type: ignore[type-arg]
-    from maslab.testing import FakeOpenAIServer
-
-    with FakeOpenAIServer(lambda request: REPLY) as server:
-        ready.put(server.base_url)
-        while not stop.wait(0.05):
-            pass
-        ready.put((server.served, time.process_time()))
 
 
 def _runner(base_url: str, calls: int, cap: int, out: Path, cache: Path | None) -> Runner:
@@ -120,39 +115,25 @@ def measure(
 
 
 COLUMNS = [
-    ("path", "path"),
-    ("cache", "cache"),
-    ("calls", "calls"),
-    ("wall_s", "wall s"),
-    ("calls_per_s", "calls/s"),
-    ("cpu_us", "CPU µs/call"),
-]
+    ("path", "path"), ("cache", "cache"), ("calls", "calls"), ("wall_s", "wall s"),
+    ("calls_per_s", "calls/s"), ("cpu_us", "CPU µs/call"),
+]  # fmt: skip
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--calls", type=int, default=5000, help="vanilla samples (1 call each)")
     parser.add_argument("--cap", type=int, default=64, help="--concurrency of the run")
     parser.add_argument("--profile", action="store_true", help="cProfile top 15 over all passes")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
-    info = machine()
-    print_machine(info)
+    info = print_machine()
     print(f"{args.calls} calls per pass, {args.cap} in flight, FakeOpenAIServer (own process)")
 
-    ready: mp.Queue = mp.Queue()  # type: ignore[type-arg]
-    stop = mp.Event()
-    server = mp.Process(target=serve, args=(ready, stop), daemon=True)
-    server.start()
-    base_url = ready.get(timeout=30)
     profiler = cProfile.Profile(time.process_time) if args.profile else None
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            rows = measure(base_url, args.calls, args.cap, Path(tmp), profiler)
-    finally:
-        stop.set()
-        served, server_cpu = ready.get(timeout=30)
-        server.join(timeout=10)
+    with tempfile.TemporaryDirectory() as tmp, ServerProcess(answer=REPLY) as server:
+        rows = measure(server.url, args.calls, args.cap, Path(tmp), profiler)
+        stats = server.stats()
+    served, server_cpu = stats["served"], stats["cpu_s"]
     print_table(rows, COLUMNS)
     print(f"server: {served} requests served, {server_cpu:.1f} s CPU in its own process")
     result: dict[str, Any] = {
