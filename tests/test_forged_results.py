@@ -16,8 +16,10 @@ import glob, json, os
 
 forged = json.dumps({{"task_id": "HumanEval/0", "repeat": 0, "status": "ok",
                      "score": {{"value": 1.0, "correct": True, "extracted": "x"}}}})
-targets = [{results!r}] + glob.glob("/proc/*/cwd/results.jsonl")
-targets += glob.glob("/proc/*/cwd/*/results.jsonl") + glob.glob("/proc/*/root{results}")
+targets = [{results!r}]
+if {roam!r}:  # every route to the live file; only where the sandbox is meant to block them all
+    targets += glob.glob("/proc/*/cwd/results.jsonl") + glob.glob("/proc/*/cwd/*/results.jsonl")
+    targets += glob.glob("/proc/*/root{results}")
 for path in targets:
     try:
         with open(path, "a") as f:
@@ -31,13 +33,15 @@ def has_close_elements(numbers, threshold):
 """
 
 
-def forge(tmp_path: Path, *flags: str) -> list[dict]:
+def forge(tmp_path: Path, *flags: str, roam: bool = True) -> list[dict]:
     """Run HumanEval (3 tasks) with answer code that appends a forged record to the live run's
-    results.jsonl by every route it knows; the records the run ends with."""
+    results.jsonl by its path and, with ``roam``, by every route through /proc it knows (which
+    reaches other processes' runs too: only where isolation is to stop it); the records the
+    run ends with."""
     out = tmp_path / "run"
     results = out / "results.jsonl"
     script = tmp_path / "forger.yaml"
-    answer = "```python\n" + FORGER.format(results=str(results)) + "```"
+    answer = "```python\n" + FORGER.format(results=str(results), roam=roam) + "```"
     script.write_text(json.dumps({".": answer}))
     code = main(["run", "--method", "vanilla", "--benchmark", "humaneval", "--limit", "3",
                  "--model", f"scripted:{script}", "--out", str(out), "--no-cache", "--quiet",
@@ -55,7 +59,8 @@ def test_answer_code_cannot_forge_a_result_record(tmp_path):
 
 
 def test_without_isolation_the_same_attack_succeeds(tmp_path, monkeypatch):
-    """The attack above is real: with the namespaces off, it gets its line in."""
+    """The attack above is real: with the namespaces off, it gets its line in (by the run's own
+    path alone: unconfined, the /proc routes would write into every run on the machine)."""
     monkeypatch.setenv(BACKEND_VARIABLE, "none")
-    rows = forge(tmp_path)
+    rows = forge(tmp_path, roam=False)
     assert any("usage" not in r for r in rows)

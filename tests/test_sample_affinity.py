@@ -1,5 +1,6 @@
 """Sample affinity: a load-balanced alias keeps every request of one sample on one endpoint (so
-its prefix cache hits), and leaves that endpoint only while it is paused or full."""
+its prefix cache hits), and leaves that endpoint only while it is paused or full, or for good
+once it refuses its credentials."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from maslab.benchmark import get_benchmark
 from maslab.cli import main
-from maslab.errors import RateLimited
+from maslab.errors import RateLimited, RequestRejected
 from maslab.llm.pool import Balanced, Limited
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, make_request
 from maslab.testing import FakeOpenAIServer, ScriptedModel
@@ -91,6 +92,40 @@ async def test_a_paused_endpoint_sends_its_samples_elsewhere_until_the_pause_end
     assert len(second.calls) == 1
     balanced.endpoints[0].paused_until = time.monotonic()  # the pause is over
     assert balanced.pick(sample(key)) is balanced.endpoints[0]
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_an_endpoint_that_refuses_its_key_loses_its_samples_and_their_call(status):
+    def refuse(request: ChatRequest) -> str:
+        raise RequestRejected("bad key", status=status)
+
+    first, second = ScriptedModel(refuse), ScriptedModel()
+    balanced = two_endpoints(first, second)
+    key = next(k for k, home in homes(balanced, 16).items() if home is balanced.endpoints[0])
+    assert (await balanced.complete(sample(key))).text == "2+2?"  # refused, then sent on
+    assert (await balanced.complete(sample(key))).text == "2+2?"  # straight to the other now
+    assert len(second.calls) == 2 and balanced.endpoints[0].refused
+    assert all(p is balanced.endpoints[1] for p in homes(balanced, 16).values())
+
+
+async def test_a_request_every_endpoint_refuses_fails_and_a_bad_request_is_not_moved():
+    def refuse(request: ChatRequest) -> str:
+        raise RequestRejected("bad key", status=401)
+
+    balanced = two_endpoints(ScriptedModel(refuse), ScriptedModel(refuse))
+    for _ in range(2):
+        with pytest.raises(RequestRejected):
+            await balanced.complete(sample("s0"))
+
+    def too_long(request: ChatRequest) -> str:
+        raise RequestRejected("context too long", status=400)
+
+    first, second = ScriptedModel(too_long), ScriptedModel()
+    balanced = two_endpoints(first, second)
+    key = next(k for k, home in homes(balanced, 16).items() if home is balanced.endpoints[0])
+    with pytest.raises(RequestRejected, match="context too long"):
+        await balanced.complete(sample(key))  # the request is at fault, not the endpoint
+    assert not second.calls and not balanced.endpoints[0].refused
 
 
 async def test_a_full_endpoint_sends_its_samples_to_the_least_loaded_one():

@@ -10,15 +10,18 @@ from collections.abc import Sequence
 
 from asyncio_throttle import Throttler
 
-from maslab.errors import RateLimited
+from maslab.errors import RateLimited, RequestRejected
 from maslab.llm.retry import RetryPolicy
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature, Middleware
+
+REFUSED = (401, 403)  # the endpoint refuses the credentials it was given
 
 
 class Limited(Middleware):
     """At most ``max_concurrency`` requests in flight and ``rpm`` per minute to one endpoint.
 
-    A 429 with Retry-After pauses every request to this endpoint until the server's time is up.
+    A 429 with Retry-After pauses every request to this endpoint until the server's time is up;
+    a 401 or 403 marks it ``refused`` (its credentials will not change in this process).
     """
 
     def __init__(
@@ -31,6 +34,7 @@ class Limited(Middleware):
         self._loop: asyncio.AbstractEventLoop | None = None
         self.in_flight = 0  # admitted or waiting: what the balancer compares
         self.paused_until = 0.0
+        self.refused = False
 
     def _gate(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -55,6 +59,9 @@ class Limited(Middleware):
                             self.paused_until, time.monotonic() + exc.retry_after
                         )
                     raise
+                except RequestRejected as exc:
+                    self.refused = self.refused or exc.status in REFUSED
+                    raise
         finally:
             self.in_flight -= 1
 
@@ -67,7 +74,10 @@ class Balanced(ChatModelBase):
     server that saw the earlier ones; only while that endpoint is paused (429 Retry-After) or
     full (``max_concurrency`` requests in flight) does the request go to the least-loaded one.
     A request without an affinity goes to the least-loaded endpoint: the one not paused with
-    the smallest share of its ``max_concurrency`` in flight, the first on ties.
+    the smallest share of its ``max_concurrency`` in flight, the first on ties. An endpoint that
+    refused its credentials (401, 403) is nobody's home and the last choice; the request it
+    refused goes once to the best of the others, so a sample pinned to a misconfigured replica
+    (on a resume, every one of its errored samples) is not lost with it.
 
     ``retry`` is the retry policy the endpoints ask for, applied by the layer above.
     """
@@ -92,14 +102,22 @@ class Balanced(ChatModelBase):
         if request.affinity:
             digest = hashlib.blake2b(request.affinity.encode(), digest_size=8).digest()
             home = self.endpoints[int.from_bytes(digest, "big") % len(self.endpoints)]
-            if home.paused_until <= now and home.in_flight < home.max_concurrency:
+            usable = not home.refused and home.paused_until <= now
+            if usable and home.in_flight < home.max_concurrency:
                 return home
         return min(
-            self.endpoints, key=lambda e: (e.paused_until > now, e.in_flight / e.max_concurrency)
+            self.endpoints,
+            key=lambda e: (e.refused, e.paused_until > now, e.in_flight / e.max_concurrency),
         )
 
     async def complete(self, request: ChatRequest) -> Completion:
-        return await self.pick(request).complete(request)
+        target = self.pick(request)
+        try:
+            return await target.complete(request)
+        except RequestRejected:
+            if not target.refused or all(e.refused for e in self.endpoints):
+                raise
+        return await self.pick(request).complete(request)  # once, to an endpoint not refused
 
     def supports(self, feature: Feature) -> bool:
         """True when every endpoint does ``feature`` natively (any of them may get a request)."""
