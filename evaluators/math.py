@@ -166,6 +166,8 @@ class _Pool:
 class MathEvaluator(Evaluator):
     """Math equivalence with math-verify (LaTeX, fractions, roots, sets, intervals, equations)."""
 
+    execution_options = frozenset({"workers"})
+
     def __init__(self, *, timeout_s: float = 5.0, workers: int = _WORKERS) -> None:
         super().__init__()
         if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:

@@ -103,6 +103,9 @@ class Evaluator:
     """
 
     name: ClassVar[str] = ""
+    execution_options: ClassVar[frozenset[str]] = frozenset()
+    """Options that change how scoring runs, never a score (a worker count): they stay out of
+    a run's identity, so a run resumes under other values of them."""
 
     def __init__(self, **options: Any) -> None:
         if options:
@@ -208,6 +211,13 @@ class Scorer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def identity_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The evaluator ``name``'s ``options`` that can change a score: a run's identity holds
+    these, not its ``execution_options``."""
+    execution = get_evaluator(name).execution_options
+    return {key: value for key, value in options.items() if key not in execution}
 
 
 def check_evaluator_options(name: str, options: Mapping[str, Any], flag: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from maslab.benchmark import get_benchmark
 from maslab.config_files import apply_overrides, validation_message
 from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
 from maslab.errors import ConfigError, MaslabError
-from maslab.evaluation import check_evaluator_options
+from maslab.evaluation import check_evaluator_options, identity_options
 from maslab.llm.registry import check_model
 from maslab.method import Method, get_method
 from maslab.paths import default_response_cache
@@ -62,8 +62,9 @@ def default_out(config: Mapping[str, Any]) -> Path:
         identity["model_roles"] = config["model_roles"]
     if config.get("native") is False:  # likewise
         identity["native"] = False
-    if config.get("evaluator_options"):  # likewise: other judges, other scores
-        identity["evaluator_options"] = config["evaluator_options"]
+    evaluator = config.get("evaluator") or get_benchmark(config["benchmark"]).evaluator
+    if scoring := identity_options(evaluator, config.get("evaluator_options") or {}):
+        identity["evaluator_options"] = scoring  # likewise: other judges, other scores
     if config.get("optimize_on"):  # likewise: another optimisation, another learned state
         identity["optimize"] = [config["optimize_on"], config.get("optimize_limit")]
     digest = hashlib.sha256(

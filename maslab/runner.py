@@ -36,7 +36,7 @@ from maslab import defaults
 from maslab.benchmark import get_benchmark
 from maslab.context import Budget, Context, check_sampling
 from maslab.errors import ConfigError, LLMConnectionError, MaslabError, RequestRejected
-from maslab.evaluation import Evaluator, get_evaluator
+from maslab.evaluation import Evaluator, get_evaluator, identity_options
 from maslab.llm.registry import ModelPool
 from maslab.method import Method, get_method
 from maslab.results import Manifest, ResultRecord, RunStore
@@ -192,7 +192,9 @@ def _manifest(
         maslab_version=maslab.__version__,
         git_commit=_git_commit(),
         python=platform.python_version(),
-        evaluator_options={k: str(v) for k, v in config.evaluator_options.items()},
+        evaluator_options={
+            k: str(v) for k, v in identity_options(evaluator, config.evaluator_options).items()
+        },
         sandbox={**protections(), "strict": config.strict_sandbox},
         optimize=optimize,
         endpoint_caps=endpoint_caps,

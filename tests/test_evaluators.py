@@ -294,6 +294,27 @@ def test_math_timeout_must_be_a_positive_number(timeout_s):
         MathEvaluator(timeout_s=timeout_s)
 
 
+def test_a_run_resumes_under_another_math_worker_count(tmp_path, capsys):
+    """``workers`` changes how checks run, never a score: not part of the run's identity."""
+    from maslab.cli import main
+    from maslab.harness import run_config
+
+    base = ["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2", "--model",
+            "scripted:echo", "--evaluator", "math", "--no-cache", "--quiet"]  # fmt: skip
+    for workers in (1, 2):
+        assert main([*base, "--out", str(tmp_path / "run"), "--evaluator-option",
+                     f"workers={workers}"]) in (0, 1)  # fmt: skip
+    assert "holds a different run" not in capsys.readouterr().err
+
+    def out(**options: object) -> str:
+        config = run_config("vanilla", "arith", "scripted:echo", evaluator="math",
+                            evaluator_options=options)  # fmt: skip
+        return config.out
+
+    assert out(workers=1) == out(workers=3) == out()
+    assert out(timeout_s=9.0) != out()  # a time limit can change a score
+
+
 async def test_math_from_concurrent_tasks_and_threads(math_evaluator):
     cases = [
         (r"\frac{1}{2}", "0.5", True),
