@@ -9,6 +9,7 @@ methods:
 benchmarks:
   - gsm8k
   - {name: arith, options: {difficulty: 4}, optimize_on: dev, optimize_limit: 20}
+  - {name: arith, options: {difficulty: 6}, label: arith-hard}   # one name twice: label them
 limit: 50
 repeats: 1
 concurrency: 32               # model calls in flight across all running cells
@@ -105,6 +106,7 @@ class BenchmarkCell(BaseModel):
     limit: int | None = Field(None, ge=1)
     optimize_on: str | None = None
     optimize_limit: int | None = Field(None, ge=1)
+    label: str | None = None
 
     @field_validator("name")
     @classmethod
@@ -204,6 +206,19 @@ class Sweep(BaseModel):
             check_evaluator_options(self.evaluator, self.scoring(), "evaluator_options")
         return self
 
+    @model_validator(mode="after")
+    def _distinct_directories(self) -> Sweep:
+        """Two entries of one benchmark (other options, split) or of one method (other configs)
+        would share a run directory, and its identity check would refuse the second."""
+        for kind, entries in (("benchmarks", self.benchmarks), ("methods", self.methods)):
+            labels = [entry.label or entry.name for entry in entries]
+            if twice := sorted({label for label in labels if labels.count(label) > 1}):
+                raise ValueError(
+                    f"{kind} {', '.join(twice)} appear more than once: give each entry its own "
+                    "label (label:), which names its directory"
+                )
+        return self
+
     def scoring(self, benchmark: str | None = None) -> dict[str, Any]:
         """The options of the evaluator that scores ``benchmark`` (the file's evaluator, else
         the benchmark's own): the judge model where it takes one, then ``evaluator_options``."""
@@ -216,7 +231,7 @@ class Sweep(BaseModel):
         cache = str(default_response_cache()) if self.cache is True else (self.cache or None)
         cells = []
         for bench, method, model in itertools.product(self.benchmarks, self.methods, self.models):
-            label = method.label or method.name
+            label, bench_label = method.label or method.name, bench.label or bench.name
             slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
             caps = [n for n in (bench.limit or self.limit, limit) if n is not None]
             learns = get_method(method.name).learns()
@@ -243,30 +258,32 @@ class Sweep(BaseModel):
                 native=self.native,
                 optimize_on=bench.optimize_on if learns else None,
                 optimize_limit=bench.optimize_limit if learns else None,
-                out=str(Path(self.out) / bench.name / label / slug),
+                out=str(Path(self.out) / bench_label / label / slug),
             )
-            cells.append(Cell(bench.name, method.name, label, model, config))
+            cells.append(Cell(bench.name, method.name, label, model, config, bench_label))
         return cells
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of a sweep; ``label`` is the method's label in the file (its name by default)."""
+    """One run of a sweep; ``label`` and ``benchmark_label`` are the method's and the
+    benchmark's labels in the file (their names by default), which name the run's directory."""
 
     benchmark: str
     method: str
     label: str
     model: str
     config: RunConfig
+    benchmark_label: str = ""
 
     def __str__(self) -> str:
-        return f"{self.benchmark}/{self.label}/{self.model}"
+        return f"{self.benchmark_label or self.benchmark}/{self.label}/{self.model}"
 
     def matches(self, pattern: dict[str, str]) -> bool:
         """Whether every ``key: glob`` of ``pattern`` (see :func:`parse_only`) fits this cell;
-        ``method`` fits the method's name or its label."""
+        ``method`` and ``benchmark`` fit the name or the label."""
         values = {
-            "benchmark": (self.benchmark,),
+            "benchmark": (self.benchmark, self.benchmark_label),
             "method": (self.method, self.label),
             "model": (self.model,),
         }

@@ -94,7 +94,7 @@ def test_only_patterns_match_names_labels_and_globs(tmp_path):
     sweep.write_text(
         "models: ['scripted:echo', 'openai:gpt-4o-mini']\n"
         "methods: [vanilla, {name: llm_debate, label: debate-llm-agg}]\n"
-        "benchmarks: [arith, {name: arith, limit: 3}]\nlimit: 10\n"
+        "benchmarks: [arith, {name: arith, limit: 3, label: arith-3}]\nlimit: 10\n"
     )
     cells = load_sweep(sweep).cells(limit=4)
     assert len(cells) == 8 and {c.config.limit for c in cells} == {3, 4}  # capped, not raised
@@ -103,8 +103,10 @@ def test_only_patterns_match_names_labels_and_globs(tmp_path):
         "method": "llm_debate",
     }
     chosen = select(cells, ["model=openai:*,method=llm_debate"])
-    assert {str(c) for c in chosen} == {"arith/debate-llm-agg/openai:gpt-4o-mini"}
-    assert len(chosen) == 2  # both arith cells
+    assert {str(c) for c in chosen} == {  # both arith cells, each in its own directory
+        "arith/debate-llm-agg/openai:gpt-4o-mini",
+        "arith-3/debate-llm-agg/openai:gpt-4o-mini",
+    }
     assert len(select(cells, ["method=debate-*"])) == 4  # the label counts too
     assert select(cells, []) == cells
     with pytest.raises(ConfigError, match="not KEY=GLOB"):
@@ -150,3 +152,30 @@ def test_a_sweep_file_passes_its_evaluator_the_options(tmp_path, capsys):
     sweep.write_text(base + "evaluator_options: {judge_a: 'scripted:echo'}\n")
     with pytest.raises(ConfigError, match="options of one evaluator: name it"):
         load_sweep(sweep)
+
+
+def test_one_benchmark_or_method_twice_needs_labels_and_gets_its_own_directory(tmp_path, capsys):
+    sweep = tmp_path / "sweep.yaml"
+    head = f"out: {tmp_path / 'sweep'}\nmodels: ['scripted:echo']\nlimit: 2\ncache: false\n"
+    twice = (
+        "benchmarks:\n- {name: arith, options: {size: 3}}\n- {name: arith, options: {size: 4}}\n"
+    )
+    sweep.write_text(head + "methods: [vanilla]\n" + twice + "\n")
+    with pytest.raises(ConfigError, match="benchmarks arith appear more than once: give each"):
+        load_sweep(sweep)
+    sweep.write_text(
+        head + "methods: [vanilla, {name: vanilla, config: {}}]\nbenchmarks: [arith]\n"
+    )
+    with pytest.raises(ConfigError, match="methods vanilla appear more than once"):
+        load_sweep(sweep)
+    labelled = twice.replace("size: 4}}", "size: 4}, label: arith-4}")
+    sweep.write_text(head + "methods: [vanilla]\n" + labelled + "\n")
+    cells = load_sweep(sweep).cells()
+    assert [str(c) for c in cells] == [
+        "arith/vanilla/scripted:echo",
+        "arith-4/vanilla/scripted:echo",
+    ]
+    assert [str(c) for c in select(cells, ["benchmark=arith-4"])] == [str(cells[1])]
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    for directory in ("arith", "arith-4"):
+        assert results(tmp_path / "sweep" / directory / "vanilla" / "scripted_echo") == 2
