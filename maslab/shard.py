@@ -70,9 +70,9 @@ def _interleave(shards: dict[int, list[str]], n: int) -> list[str]:
     ]
 
 
-def _check(stores: list[RunStore], partial: bool) -> tuple[list[Manifest], int]:
-    """The shards' manifests in shard order, and N; a one-line error unless they are the
-    shards of one run (all of them, unless ``partial``)."""
+def _check(stores: list[RunStore], partial: bool) -> tuple[list[tuple[RunStore, Manifest]], int]:
+    """The shards with their manifests in shard order, and N; a one-line error unless they are
+    the shards of one run (all of them, unless ``partial``)."""
     manifests = [store.manifest() for store in stores]
     for store, manifest in zip(stores, manifests, strict=True):
         if manifest.shard is None:
@@ -100,9 +100,8 @@ def _check(stores: list[RunStore], partial: bool) -> tuple[list[Manifest], int]:
             f"shard{'s' * (len(missing) > 1)} {', '.join(missing)} of {n} missing; "
             "give every shard, or --partial to merge those given"
         )
-    order = sorted(range(len(stores)), key=lambda k: manifests[k].shard[0])
-    stores[:] = [stores[k] for k in order]
-    return [manifests[k] for k in order], n
+    pairs = sorted(zip(stores, manifests, strict=True), key=lambda pair: pair[1].shard[0])
+    return pairs, n
 
 
 def _check_out(out: Path, identity: dict[str, object]) -> None:
@@ -146,8 +145,8 @@ def _copy(source: Path, planned: set[Key], into: IO[bytes], index: IO[bytes] | N
 def merge(directories: Sequence[str | Path], out: str | Path, *, partial: bool = False) -> Path:
     """Merge the shard directories into ``out``, a run directory like one run's (see the
     module's docstring); returns ``out``. Merging again into the same ``out`` rewrites it."""
-    stores = [existing_run(d) for d in directories]
-    manifests, n = _check(stores, partial)
+    shards, n = _check([existing_run(d) for d in directories], partial)
+    stores, manifests = [store for store, _ in shards], [manifest for _, manifest in shards]
     for store in stores:
         if any((store.dir / name).exists() for name in (OPTIMIZATION, LEARNED_STATE)):
             raise ConfigError(f"{store.dir} has an optimisation step: shards cannot merge it")
@@ -169,7 +168,7 @@ def merge(directories: Sequence[str | Path], out: str | Path, *, partial: bool =
         trace_index.index_path(traces).open("wb") as index,
         (out / SUPERSEDED).open("wb") as superseded,
     ):
-        for store, manifest in zip(stores, manifests, strict=True):
+        for store, manifest in shards:
             planned = manifest.planned() or set()
             _copy(store.dir / RESULTS, planned, results, None)
             _copy(store.dir / SUPERSEDED, planned, superseded, None)
