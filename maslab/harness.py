@@ -38,6 +38,7 @@ from maslab.roles import parse_model_roles, role_models
 from maslab.run_result import RunResult, run_label
 from maslab.runner import RunConfig, Runner
 from maslab.scheduling import Policy
+from maslab.shard import parse_shard, shard_out
 from maslab.sweep import judge_options, unused_judge
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ def run_config(
     native: bool = True,
     optimize_on: str | None = None,
     optimize_limit: int | None = None,
+    shard: str | tuple[int, int] | None = None,
     flags: Mapping[str, str] | None = None,
 ) -> RunConfig:
     """Check every option and build the run's config, before anything is written.
@@ -139,7 +141,9 @@ def run_config(
     against its signature. ``native=False`` keeps every call on the text protocol (no
     structured output or tool calls, whatever the model offers). ``optimize_on`` names a split
     the method learns from (its ``optimize``, on the first ``optimize_limit`` tasks) before
-    the test samples; it may share no task with ``split``. ``cache`` is True for the
+    the test samples; it may share no task with ``split``. ``shard`` (``"i/N"`` or (i, N))
+    runs only shard i of N of the tasks, by default into the whole run's directory suffixed
+    ``-shard-i-of-N`` (:mod:`maslab.shard`). ``cache`` is True for the
     user's response cache, False for none, or a file. ``out``
     defaults to a directory under ``runs/<benchmark>/`` named by the run's identity, so the
     same options resume the same run. ``flags`` spells options in error messages (the CLI's
@@ -174,6 +178,15 @@ def run_config(
         check_model(spec, endpoints)
     if optimize_limit is not None and optimize_on is None:
         raise ConfigError(f"{option('optimize_limit')} needs {option('optimize_on')}")
+    if isinstance(shard, str):
+        shard = parse_shard(shard, option("shard"))
+    elif shard is not None:
+        shard = parse_shard("/".join(map(str, shard)), option("shard"))
+    if shard is not None and optimize_on is not None:
+        raise ConfigError(
+            f"{option('shard')} cannot go with {option('optimize_on')}: each shard would learn "
+            "on its own"
+        )
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ConfigError(f"{option('out')} {out} is a file; name a run directory")
     if cache is True:
@@ -205,8 +218,12 @@ def run_config(
         "native": native,
         "optimize_on": optimize_on,
         "optimize_limit": optimize_limit,
+        "shard": shard,
     }
-    fields["out"] = str(out or default_out(fields))
+    if out is None:
+        out = default_out(fields)
+        out = out if shard is None else shard_out(out, shard)
+    fields["out"] = str(out)
     try:
         return RunConfig.model_validate(fields)
     except ValidationError as exc:
@@ -276,6 +293,7 @@ async def aevaluate(
     native: bool = True,
     optimize_on: str | None = None,
     optimize_limit: int | None = None,
+    shard: str | tuple[int, int] | None = None,
     progress: bool | None = None,
 ) -> RunResult:
     """Run ``method`` on ``benchmark`` as ``maslab run`` does, in a running event loop
@@ -284,7 +302,8 @@ async def aevaluate(
     ``method`` is a registered name, or a registered Method class or instance (whose settings
     ``config`` then overrides). The options are ``maslab run``'s (see :func:`run_config`);
     the budgets are ``max_calls``, ``max_sample_tokens`` and ``max_sample_seconds``;
-    ``optimize_on`` (and ``optimize_limit``) run the method's optimisation step first. The run
+    ``optimize_on`` (and ``optimize_limit``) run the method's optimisation step first;
+    ``shard="i/N"`` runs shard i of N (merge the shards with :func:`maslab.shard.merge`). The run
     resumes when its directory holds finished samples, and ends with ``report.html`` written
     beside them. ``progress``: a live bar on stderr; by default only when stderr is a terminal
     (not in a notebook). Returns the run as a :class:`RunResult`.
@@ -326,6 +345,7 @@ async def aevaluate(
             native=native,
             optimize_on=optimize_on,
             optimize_limit=optimize_limit,
+            shard=shard,
         )
     )
     if progress is None:

@@ -121,6 +121,8 @@ class Manifest(BaseModel):
     budget: dict[str, Any] = Field(default_factory=dict)
     optimize: dict[str, Any] = Field(default_factory=dict)
     """The optimisation step's split, limit, dataset hash and task ids; empty without one."""
+    shard: tuple[int, int] | None = None
+    """(i, N) for shard i of N (``--shard``, see :mod:`maslab.shard`); None for a whole run."""
     concurrency: int | None = None
     """Model calls in flight across the run (as last run; None for older manifests)."""
     endpoint_caps: dict[str, int] = Field(default_factory=dict)

@@ -43,6 +43,7 @@ from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.roles import ModelRoles, check_model_roles, role_models
 from maslab.sandbox import protections, require_isolation
 from maslab.scheduling import CallGate, Policy
+from maslab.shard import shard_tasks
 from maslab.task import Task
 
 # a run stops when this many samples failed with an endpoint failure before any succeeded
@@ -108,6 +109,7 @@ class RunConfig(BaseModel):
         optimize_on: A split of the benchmark the method learns from (its ``optimize``) before
             the test samples; it may share no task with ``split`` (by id or question text).
         optimize_limit: Optimise on the first ``optimize_limit`` tasks of ``optimize_on``.
+        shard: (i, N): run only shard i of N of the tasks (see :mod:`maslab.shard`).
         out: The run directory (created, or resumed).
     """
 
@@ -140,6 +142,7 @@ class RunConfig(BaseModel):
     native: bool = True
     optimize_on: str | None = None
     optimize_limit: int | None = Field(None, ge=1)
+    shard: tuple[int, int] | None = None
     out: str
 
     @field_validator("sampling")
@@ -169,7 +172,7 @@ def _git_commit() -> str | None:
 
 _MANIFEST_FIELDS = {
     "method", "method_config", "benchmark", "benchmark_options", "split", "limit", "seed", "data",
-    "model", "model_roles", "native", "sampling", "repeats", "concurrency",
+    "model", "model_roles", "native", "sampling", "repeats", "concurrency", "shard",
 }  # fmt: skip
 
 
@@ -263,6 +266,8 @@ class Runner:
         # the hash covers the whole split, so a larger --limit extends the same run
         self.dataset_hash = self.benchmark.dataset_hash(every)
         self.tasks = every[: config.limit]
+        if config.shard is not None:
+            self.tasks = shard_tasks(self.tasks, config.shard)
         self.method: Method = get_method(config.method)(config.method_config)
         self.method.check_model_roles(config.model_roles)
         self.optimize_tasks: list[Task] = []

@@ -1,5 +1,5 @@
 """``maslab run``: validate everything, run with a progress bar, print the summary, write the
-report."""
+report; and ``maslab merge``, which combines the shards of a run (``--shard``)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 FLAGS = {"config": "--config", "bench_options": "--bench-option", "judge_model": "--judge-model",
          "evaluator_options": "--evaluator-option", "out": "--out",
          "model_roles": "--model-role", "optimize_on": "--optimize-on",
-         "optimize_limit": "--optimize-limit"}  # fmt: skip
+         "optimize_limit": "--optimize-limit", "shard": "--shard"}  # fmt: skip
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:
@@ -70,6 +70,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         native=not args.no_native,
         optimize_on=args.optimize_on,
         optimize_limit=args.optimize_limit,
+        shard=args.shard,
         flags=FLAGS,
     )
 
@@ -255,7 +256,21 @@ def run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", type=Path, help="response cache file")
     p.add_argument("--no-cache", action="store_true")
     p.add_argument("--out", type=Path, help="run directory (default: runs/<benchmark>/...)")
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (1 <= I <= N) of the tasks: task k (from 0) goes to shard "
+        "k mod N + 1; combine the shard directories with `maslab merge`",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from maslab.shard import merge
+
+    out = merge(args.shards, args.out, partial=args.partial)
+    console.print(f"merged {len(args.shards)} shards into {out}")
+    return 0
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -263,3 +278,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run_options(p)
     import_option(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("merge", help="combine the shard directories of one run (--shard)")
+    p.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR")
+    p.add_argument("--out", type=Path, required=True, help="the merged run directory")
+    p.add_argument(
+        "--partial", action="store_true", help="merge the shards given even if some are missing"
+    )
+    p.set_defaults(func=cmd_merge)
