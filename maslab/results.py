@@ -141,6 +141,10 @@ class Manifest(BaseModel):
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.IDENTITY}
 
+    def identity_differences(self, other: Manifest) -> list[str]:
+        """The identity fields in which ``other`` differs from this manifest."""
+        return [k for k in self.IDENTITY if getattr(self, k) != getattr(other, k)]
+
     def describe_caps(self) -> list[str]:
         """One line per model in ``endpoint_caps``: its cap binds, not ``--concurrency``."""
         return [
@@ -407,10 +411,7 @@ class RunStore:
             ) from None
         if self.manifest_path.exists():
             previous = self.manifest()
-            if previous.identity() != manifest.identity():
-                changed = [
-                    k for k in Manifest.IDENTITY if getattr(previous, k) != getattr(manifest, k)
-                ]
+            if changed := previous.identity_differences(manifest):
                 raise ConfigError(
                     f"{self.dir} holds a different run ({', '.join(changed)} differ); "
                     "use another --out or delete it"

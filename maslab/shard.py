@@ -79,7 +79,7 @@ def _check(stores: list[RunStore], partial: bool) -> tuple[list[tuple[RunStore, 
             raise ConfigError(f"{store.dir} is not a shard (its run had no --shard)")
     first, base = manifests[0], stores[0].dir
     for store, manifest in zip(stores[1:], manifests[1:], strict=False):
-        differ = [k for k in Manifest.IDENTITY if getattr(manifest, k) != getattr(first, k)]
+        differ = first.identity_differences(manifest)
         differ += [k for k in ("limit", "repeats") if getattr(manifest, k) != getattr(first, k)]
         if manifest.shard[1] != first.shard[1]:
             differ.append("shard count")

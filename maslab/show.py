@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from maslab.errors import ConfigError
+from maslab.errors import ConfigError, one_line
 from maslab.results import Key, ResultRecord, RunStore
 from maslab.roles import describe_model_roles
 from maslab.stats import summarize
@@ -60,17 +60,12 @@ _HEADERS = ("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls
 _RIGHT = {"rep", "tokens", "calls"}
 
 
-def _one_line(value: object, limit: int | None = None) -> str:
-    text = " ".join(str(value).split())
-    return text[:limit] if limit else text
-
-
 def _cells(r: ResultRecord) -> tuple[str, ...]:
     extracted = r.score.extracted if r.score and r.score.extracted is not None else "—"
     calls = int(r.usage.get("calls", 0))
     return (
-        _one_line(r.task_id), str(r.repeat), r.status, _one_line(extracted, 40),
-        _one_line(r.gold, 40), "✓" if r.correct else "✗", f"{r.tokens_used:,}", str(calls),
+        one_line(r.task_id), str(r.repeat), r.status, one_line(extracted)[:40],
+        one_line(str(r.gold))[:40], "✓" if r.correct else "✗", f"{r.tokens_used:,}", str(calls),
     )  # fmt: skip
 
 
