@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -44,7 +44,11 @@ from maslab.sweep import judge_options, unused_judge
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from maslab.ray_backend import RayCluster
+
 Overrides = Mapping[str, Any] | Sequence[str]
+Backend = Literal["local", "ray"]  # where samples are solved: this process, or Ray workers
+BACKENDS: tuple[Backend, ...] = ("local", "ray")
 
 log = logging.getLogger(__name__)
 
@@ -294,6 +298,10 @@ async def aevaluate(
     optimize_on: str | None = None,
     optimize_limit: int | None = None,
     shard: str | tuple[int, int] | None = None,
+    backend: Backend = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    shards: int | None = None,
     progress: bool | None = None,
 ) -> RunResult:
     """Run ``method`` on ``benchmark`` as ``maslab run`` does, in a running event loop
@@ -303,7 +311,10 @@ async def aevaluate(
     ``config`` then overrides). The options are ``maslab run``'s (see :func:`run_config`);
     the budgets are ``max_calls``, ``max_sample_tokens`` and ``max_sample_seconds``;
     ``optimize_on`` (and ``optimize_limit``) run the method's optimisation step first;
-    ``shard="i/N"`` runs shard i of N (merge the shards with :func:`maslab.shard.merge`). The run
+    ``shard="i/N"`` runs shard i of N (merge the shards with :func:`maslab.shard.merge`).
+    ``backend="ray"`` solves the samples on Ray workers (:mod:`maslab.ray_backend`): a local Ray,
+    or the cluster at ``address`` (or ``$RAY_ADDRESS``), with ``workers`` worker slots (one per
+    CPU by default) and the samples dealt into ``shards`` shards. The run
     resumes when its directory holds finished samples, and ends with ``report.html`` written
     beside them. ``progress``: a live bar on stderr; by default only when stderr is a terminal
     (not in a notebook). Returns the run as a :class:`RunResult`.
@@ -314,6 +325,7 @@ async def aevaluate(
             "pass e.g. model='openai:gpt-4o-mini' for a real one",
             DEMO_MODEL,
         )
+    cluster = ray_cluster(backend, address=address, workers=workers, shards=shards)
     runner = Runner(
         run_config(
             method,
@@ -346,11 +358,40 @@ async def aevaluate(
             optimize_on=optimize_on,
             optimize_limit=optimize_limit,
             shard=shard,
-        )
+        ),
+        cluster=cluster,
     )
     if progress is None:
         progress = getattr(sys.stderr, "isatty", lambda: False)()
-    return await execute(runner, progress=progress)
+    if cluster is None:
+        return await execute(runner, progress=progress)
+    with cluster.running(runner.config):
+        return await execute(runner, progress=progress)
+
+
+def ray_cluster(
+    backend: str,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    shards: int | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> RayCluster | None:
+    """The cluster ``backend`` runs samples on (None for ``local``); a one-line
+    :class:`ConfigError` for an unknown backend, or Ray's options without ``ray``."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r}: one of {', '.join(BACKENDS)}")
+    if backend == "local":
+        given = {"address": address, "workers": workers, "shards": shards}
+        if unused := [(flags or {}).get(k, k) for k, v in given.items() if v is not None]:
+            raise ConfigError(f"{', '.join(unused)} only go with the ray backend")
+        return None
+    for name, value in (("workers", workers), ("shards", shards)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{(flags or {}).get(name, name)} must be at least 1, got {value}")
+    from maslab.ray_backend import RayCluster
+
+    return RayCluster(address, workers=workers, shards=shards)
 
 
 P = ParamSpec("P")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import inspect
 import platform
 import subprocess
 import time
@@ -27,28 +26,38 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import maslab
 from maslab import defaults
 from maslab.benchmark import get_benchmark
-from maslab.context import Budget, Context, check_sampling
-from maslab.errors import ConfigError, LLMConnectionError, MaslabError, RequestRejected
+from maslab.context import Budget, check_sampling
+from maslab.errors import ConfigError, MaslabError
 from maslab.evaluation import Evaluator, get_evaluator, identity_options
 from maslab.llm.registry import ModelPool
 from maslab.method import Method, get_method
 from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.roles import ModelRoles, check_model_roles, role_models
+from maslab.samples import (
+    Finished,
+    SampleSolver,
+    build_evaluator,
+    describe,
+    trace,
+    usage_fields,
+)
 from maslab.sandbox import protections, require_isolation
 from maslab.scheduling import CallGate, Policy
 from maslab.shard import shard_tasks
 from maslab.task import Task
 
+if TYPE_CHECKING:
+    from maslab.ray_backend import RayCluster
+
 # a run stops when this many samples failed with an endpoint failure before any succeeded
 UNREACHABLE_AFTER = 3
-_ENDPOINT_STATUSES = {401, 403, 404}  # credentials or model refused: no sample can succeed
 
 
 OPTIMIZE_ID = "optimize"  # the optimisation step's sample id: its context, record and trace
@@ -67,13 +76,6 @@ def question_hash(task: Task) -> str:
     across splits whatever their ids."""
     text = " ".join(task.question.split()).casefold()
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _endpoint_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` says the endpoint itself is unusable, not this one request."""
-    if isinstance(exc, LLMConnectionError):
-        return True
-    return isinstance(exc, RequestRejected) and exc.status in _ENDPOINT_STATUSES
 
 
 class RunConfig(BaseModel):
@@ -247,6 +249,8 @@ class Runner:
         listener: Called with every finished sample's record (a progress display).
         shared: Resources this run shares with others running beside it; None gives it its
             own pool and call gate.
+        cluster: Workers that solve the samples instead (``--backend ray``; the runner
+            records what they stream back); None solves them in this process.
     """
 
     def __init__(
@@ -255,10 +259,12 @@ class Runner:
         *,
         listener: Listener | None = None,
         shared: SharedResources | None = None,
+        cluster: RayCluster | None = None,
     ) -> None:
         self.config = config
         self.listener = listener
         self.shared = shared
+        self.cluster = cluster
         self.benchmark = get_benchmark(config.benchmark)(**config.benchmark_options)
         every = self.benchmark.load(
             config.split, seed=config.seed if config.shuffle else None, data=config.data
@@ -277,11 +283,10 @@ class Runner:
         self.evaluator_name = config.evaluator or self.benchmark.evaluator
         # a shared pool's share closes nothing: the sweep closes the pool once, at its end
         self.models = shared.models.share() if shared is not None else _pool(config)
-        evaluator = get_evaluator(self.evaluator_name)
-        options = dict(config.evaluator_options)
-        if "models" in inspect.signature(evaluator).parameters:  # its judges share the pool
-            options["models"] = self.models
-        self.evaluator: Evaluator = evaluator(**options)
+        self.evaluator: Evaluator = build_evaluator(
+            get_evaluator(self.evaluator_name), config.evaluator_options, self.models
+        )
+        self.solver = SampleSolver(config, self.method, self.evaluator, self.models)
         if config.strict_sandbox:
             require_isolation()  # refuse before anything runs where code cannot be contained
         self._check_golds()
@@ -361,11 +366,13 @@ class Runner:
         try:
             if self.config.optimize_on is not None:
                 await self._optimize(calls)
-            await all_or_first_failure(self._sample(t, r, calls, samples) for t, r in todo)
+            if self.cluster is not None:
+                await self.cluster.run(self, todo)
+            else:
+                await all_or_first_failure(self._sample(t, r, calls, samples) for t, r in todo)
         finally:
             self.store.close()
-            await self.models.aclose()
-            await self.evaluator.aclose()
+            await self.solver.aclose()
         return self.store.results()
 
     def _call_gate(self) -> CallGate:
@@ -385,7 +392,7 @@ class Runner:
                 self.method.load_learned_state(state)
             return
         config = self.config
-        ctx = self._context(OPTIMIZE_ID, 0, calls, budget=None)
+        ctx = self.solver.context(OPTIMIZE_ID, 0, calls, budget=None)
         started = time.monotonic()
         failure: BaseException | None = None
         try:
@@ -396,15 +403,15 @@ class Runner:
         record = ResultRecord(
             task_id=OPTIMIZE_ID,
             status="ok" if failure is None else "error",
-            error=None if failure is None else _describe(failure),
+            error=None if failure is None else describe(failure),
             metadata={"split": config.optimize_on, "tasks": len(self.optimize_tasks)},
             elapsed_s=time.monotonic() - started,
             **usage_fields(ctx),
         )
-        self.store.append_optimization(record, self._trace(OPTIMIZE_ID, 0, None, ctx))
+        self.store.append_optimization(record, trace(OPTIMIZE_ID, 0, None, ctx))
         if isinstance(failure, Exception):
             raise OptimizationFailed(
-                f"the optimisation step on {config.optimize_on!r} failed ({_describe(failure)}); "
+                f"the optimisation step on {config.optimize_on!r} failed ({describe(failure)}); "
                 "nothing learned was saved: fix it and re-run"
             ) from failure
         if failure is not None:
@@ -416,80 +423,28 @@ class Runner:
             tasks=len(self.optimize_tasks),
         )
 
-    def _context(
-        self, sample_id: str, repeat: int, calls: CallGate, budget: Budget | None
-    ) -> Context:
-        config = self.config
-        return Context(
-            config.model,
-            models=self.models,
-            sample_id=sample_id,
-            repeat=repeat,
-            seed=config.seed,
-            budget=budget,
-            sampling=config.sampling,
-            model_roles=config.model_roles,
-            gate=calls,
-        )
-
     async def _sample(
         self, task: Task, repeat: int, calls: CallGate, samples: asyncio.Semaphore
     ) -> None:
         async with samples:
-            ctx = self._context(task.id, repeat, calls, self.config.budget())
-            started = time.monotonic()
-            record, failure = await self._solve_and_score(task, ctx)
-            record = record.model_copy(
-                update={**usage_fields(ctx), "elapsed_s": time.monotonic() - started}
-            )
-            self.store.append(record, self._trace(task.id, repeat, task.prompt(), ctx))
-            if self.listener is not None:
-                self.listener(record)
-            self._watch_endpoint(record, failure)
+            self.record(await self.solver.solve(task, repeat, calls))
 
-    def _watch_endpoint(self, record: ResultRecord, failure: BaseException | None) -> None:
-        """Stop the run once its first samples have all failed on an unusable endpoint."""
+    def record(self, finished: Finished) -> None:
+        """Append a finished sample to the run directory (whoever solved it), tell the listener,
+        and stop the run once its first samples have all failed on an unusable endpoint."""
+        record = finished.record
+        self.store.append(record, finished.trace)
+        if self.listener is not None:
+            self.listener(record)
         if record.status != "error":
             self._succeeded = True
-        elif not self._succeeded and failure is not None and _endpoint_failure(failure):
+        elif not self._succeeded and finished.endpoint_failure:
             self._endpoint_failures += 1
             if self._endpoint_failures >= UNREACHABLE_AFTER:
                 raise EndpointUnreachable(
                     f"stopped after {self._endpoint_failures} samples failed and none "
                     f"succeeded: {record.error}; fix the endpoint, then re-run to resume"
                 )
-
-    async def _solve_and_score(
-        self, task: Task, ctx: Context
-    ) -> tuple[ResultRecord, BaseException | None]:
-        """Solve (see :meth:`Method.run_sample`), then score through ``ctx``: scoring calls are
-        the sample's too, but never count against its budget. Returns the record and the
-        exception that made it an error, if one did."""
-        base = {"task_id": task.id, "repeat": ctx.repeat, "gold": task.gold}
-        try:
-            solution = await self.method.run_sample(task, ctx)
-        except Exception as exc:  # a model failure or a method bug: recorded, retried on resume
-            return ResultRecord(**base, status="error", error=_describe(exc)), exc
-        status = "ok" if ctx.budget_stop is None else "budget"
-        try:
-            score = await self.evaluator.score(task, solution.answer, ctx=ctx)
-        except Exception as exc:  # a judge failure or an evaluator bug: this sample's error
-            error = f"evaluator: {_describe(exc)}"
-            return ResultRecord(**base, status="error", answer=solution.answer, error=error), exc
-        return ResultRecord(
-            **base, status=status, answer=solution.answer, score=score, metadata=solution.metadata
-        ), None
-
-    @staticmethod
-    def _trace(task_id: str, repeat: int, prompt: str | None, ctx: Context) -> dict[str, Any]:
-        return {
-            "task_id": task_id,
-            "repeat": repeat,
-            "prompt": prompt,
-            "calls": [r.to_dict() for r in ctx.ledger.records],
-            "messages": [m.model_dump(mode="json") for m in ctx.transcript],
-            "topology": ctx.topology.to_dict() if ctx.topology is not None else None,
-        }
 
 
 async def all_or_first_failure(coroutines: Iterable[Coroutine[Any, Any, None]]) -> None:
@@ -506,20 +461,6 @@ async def all_or_first_failure(coroutines: Iterable[Coroutine[Any, Any, None]]) 
     for task in tasks:
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-def usage_fields(ctx: Context) -> dict[str, Any]:
-    """A sample's spend for its result record: the method's calls (in total and per model) and
-    the scoring calls, each as :class:`UsageTotals` fields."""
-    return {
-        "usage": ctx.usage.to_dict(),
-        "usage_by_model": {m: t.to_dict() for m, t in ctx.ledger.by_model().items()},
-        "scoring_usage": ctx.ledger.totals(purpose="scoring").to_dict(),
-    }
 
 
 async def run(config: RunConfig, *, listener: Listener | None = None) -> list[ResultRecord]:

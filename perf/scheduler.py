@@ -43,7 +43,6 @@ POLICIES = ("fcfs", "progress")
 
 def measure(cell: dict[str, Any], base_url: str, out: mp.Queue) -> None:  # type: ignore[type-arg]
     """Run one cell in this (fresh) process and put its figures on ``out``."""
-    from maslab.context import Context
     from maslab.results import ResultRecord
     from maslab.runner import RunConfig, Runner
     from maslab.scheduling import CallGate
@@ -64,15 +63,14 @@ def measure(cell: dict[str, Any], base_url: str, out: mp.Queue) -> None:  # type
         async def _sample(
             self, task: Task, repeat: int, calls: CallGate, samples: asyncio.Semaphore
         ) -> None:
-            await super()._sample(task, repeat, calls, self.admission)
-
-        async def _solve_and_score(self, task: Task, ctx: Context) -> Any:
-            self.open_now += 1
-            self.peak_open = max(self.peak_open, self.open_now)
-            try:
-                return await super()._solve_and_score(task, ctx)
-            finally:
-                self.open_now -= 1
+            async with self.admission:
+                self.open_now += 1
+                self.peak_open = max(self.peak_open, self.open_now)
+                try:
+                    finished = await self.solver.solve(task, repeat, calls)
+                finally:
+                    self.open_now -= 1
+                self.record(finished)
 
     config_, _, _ = METHODS[cell["method"]]
     with tempfile.TemporaryDirectory() as tmp:

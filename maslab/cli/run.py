@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import gc
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
 from maslab.scheduling import POLICIES
 
 if TYPE_CHECKING:
+    from maslab.ray_backend import RayCluster
     from maslab.run_result import RunResult
     from maslab.runner import RunConfig, Runner
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 FLAGS = {"config": "--config", "bench_options": "--bench-option", "judge_model": "--judge-model",
          "evaluator_options": "--evaluator-option", "out": "--out",
          "model_roles": "--model-role", "optimize_on": "--optimize-on",
-         "optimize_limit": "--optimize-limit", "shard": "--shard"}  # fmt: skip
+         "optimize_limit": "--optimize-limit", "shard": "--shard", "address": "--address",
+         "workers": "--workers", "shards": "--shards"}  # fmt: skip
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:
@@ -97,11 +99,13 @@ def steady_heap() -> Iterator[None]:
 
 def execute(runner: Runner, *, quiet: bool = False, report: bool = False) -> RunResult:
     """Run one validated :class:`Runner` (see :func:`maslab.harness.execute`) with a progress
-    bar unless ``quiet``, on a :func:`steady_heap`; print its summary; return the run."""
+    bar unless ``quiet``, on a :func:`steady_heap` (and on its cluster's workers, if it has
+    one); print its summary; return the run."""
     from maslab import harness
 
+    cluster = runner.cluster.running(runner.config) if runner.cluster else nullcontext()
     try:
-        with steady_heap():
+        with steady_heap(), cluster:
             result = asyncio.run(harness.execute(runner, progress=not quiet, report=report))
     except (KeyboardInterrupt, OSError) as exc:  # main() reports the cause and what was saved
         saved = len(runner.store.results())
@@ -160,7 +164,7 @@ def print_summary(result: RunResult, label: str | None = None) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from maslab.runner import Runner
 
-    result = execute(Runner(run_config(args)), quiet=args.quiet, report=True)
+    result = execute(Runner(run_config(args), cluster=cluster(args)), quiet=args.quiet, report=True)
     return 1 if result.summary.errors else 0
 
 
@@ -262,7 +266,43 @@ def run_options(p: argparse.ArgumentParser) -> None:
         help="run only shard I of N (1 <= I <= N) of the tasks: task k (from 0) goes to shard "
         "k mod N + 1; combine the shard directories with `maslab merge`",
     )
+    backend_options(p, what="the run's samples")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def backend_options(p: argparse.ArgumentParser, *, what: str) -> None:
+    """``--backend`` and Ray's options, for ``run`` and ``sweep``."""
+    from maslab.harness import BACKENDS
+
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help=f"where {what} are solved: in this process (local), or on Ray workers (ray, "
+        "pip install 'maslab[ray]'); this process writes the results either way",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="the Ray cluster to join (auto, ray://HEAD:10001); default $RAY_ADDRESS, else a "
+        "local Ray",
+    )
+    p.add_argument("--workers", type=COUNT, help="Ray workers, one CPU each (default: one per CPU)")
+    p.add_argument(
+        "--shards",
+        type=COUNT,
+        help="deal each run's samples into N shards for the workers (default: one per worker, "
+        "or more so that none holds over 128 samples)",
+    )
+
+
+def cluster(args: argparse.Namespace) -> RayCluster | None:
+    """The Ray cluster ``--backend`` asks for, or None (see :func:`maslab.harness.ray_cluster`)."""
+    from maslab.harness import ray_cluster
+
+    return ray_cluster(
+        args.backend, address=args.address, workers=args.workers, shards=args.shards, flags=FLAGS
+    )
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

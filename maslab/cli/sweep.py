@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from maslab import defaults
 from maslab.cli.console import COUNT, RunStopped, console, import_option
-from maslab.cli.run import headline, print_summary, steady_heap
+from maslab.cli.run import backend_options, cluster, headline, print_summary, steady_heap
 from maslab.errors import ConfigError, MaslabError
 
 if TYPE_CHECKING:
@@ -40,11 +40,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         sweep = sweep.model_copy(update={"concurrency": args.concurrency})
     cells = select(sweep.cells(limit=args.limit), args.only)
     shared = SharedResources.for_config(cells[0].config)  # the cells differ in nothing it holds
+    workers = cluster(args)
     ready: list[tuple[Cell, Runner]] = []
     failed: list[Failure] = []
     for cell in cells:  # every cell is checked (data, keys, golds) before any runs
         try:
-            ready.append((cell, Runner(cell.config, shared=shared)))
+            ready.append((cell, Runner(cell.config, shared=shared, cluster=workers)))
         except MaslabError as exc:
             console.print(f"[yellow]set aside {escape(str(cell))}: {escape(str(exc))}[/]")
             failed.append((cell, "before running", str(exc)))
@@ -52,8 +53,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _print_failures(failed)
         raise ConfigError(f"no cell of {args.file} could start; the table above says why")
     finished = []
-    max_cells = args.max_cells or sweep.max_cells
-    for cell, result, why in _run_cells(ready, shared, max_cells, quiet=args.quiet):
+    # on Ray every cell runs at once: its shards queue for the workers in the file's order
+    max_cells = len(ready) if workers else args.max_cells or sweep.max_cells
+    with workers.running(cells[0].config) if workers else nullcontext():
+        outcomes = _run_cells(ready, shared, max_cells, quiet=args.quiet)
+    for cell, result, why in outcomes:
         if result is None:  # e.g. an endpoint that cannot be reached
             failed.append((cell, "while running", why))
             continue
@@ -183,6 +187,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "match, KEY one of method (name or label), benchmark, model; repeated --only options "
         "add cells, e.g. --only method=llm_debate,benchmark=arith --only 'model=openai:*'",
     )
+    backend_options(p, what="the cells' samples")
     p.add_argument(
         "--quiet", action="store_true", help="no progress lines; one line per finished cell"
     )

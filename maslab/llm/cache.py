@@ -20,6 +20,7 @@ import time
 import weakref
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 import orjson
 
@@ -87,6 +88,14 @@ class ResponseCache:
         """Write every entry still waiting in memory."""
         _write(self._db, self._lock, self._pending)
 
+    async def aget(self, key: str) -> Completion | None:
+        """:meth:`get`, as :class:`Cached` asks it (a cache on another machine answers later)."""
+        return self.get(key)
+
+    async def aflush(self) -> None:
+        """:meth:`flush`, as :class:`Cached` asks it."""
+        self.flush()
+
     def stats(self) -> dict[str, int]:
         self.flush()
         with self._lock:
@@ -132,17 +141,28 @@ def _write(
         raise
 
 
+class CacheStore(Protocol):
+    """What :class:`Cached` needs of a cache: a :class:`ResponseCache`, or a stand-in for one
+    that lives elsewhere (a cluster's cache actor)."""
+
+    async def aget(self, key: str) -> Completion | None: ...
+
+    def put(self, key: str, completion: Completion) -> None: ...
+
+    async def aflush(self) -> None: ...
+
+
 class Cached(Middleware):
     """Answers from the cache when it can; stores every fresh completion."""
 
-    def __init__(self, inner: ChatModelBase, cache: ResponseCache, namespace: str) -> None:
+    def __init__(self, inner: ChatModelBase, cache: CacheStore, namespace: str) -> None:
         super().__init__(inner)
         self.cache = cache
         self.namespace = namespace
 
     async def complete(self, request: ChatRequest) -> Completion:
         key = request.fingerprint(self.namespace)
-        hit = self.cache.get(key)
+        hit = await self.cache.aget(key)
         if hit is not None:
             return replace(hit, latency_s=0.0)
         completion = await self.inner.complete(request)
@@ -150,5 +170,5 @@ class Cached(Middleware):
         return completion
 
     async def aclose(self) -> None:
-        self.cache.flush()
+        await self.cache.aflush()
         await self.inner.aclose()

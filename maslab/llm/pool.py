@@ -29,7 +29,7 @@ class Limited(Middleware):
     ) -> None:
         super().__init__(inner)
         self.max_concurrency = max_concurrency
-        self._throttler = Throttler(rate_limit=max(1, round(rpm)), period=60.0) if rpm else None
+        self._throttler = _throttler(rpm) if rpm else None
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.in_flight = 0  # admitted or waiting: what the balancer compares
@@ -64,6 +64,12 @@ class Limited(Middleware):
                     raise
         finally:
             self.in_flight -= 1
+
+
+def _throttler(rpm: float) -> Throttler:
+    """``rpm`` requests a minute, exactly, as whole requests per period: 0.5 is one in 120 s."""
+    per_period = max(1, int(rpm))
+    return Throttler(rate_limit=per_period, period=60.0 * per_period / rpm)
 
 
 class Balanced(ChatModelBase):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from maslab.defaults import ENDPOINT_MAX_CONCURRENCY
 from maslab.errors import ConfigError
-from maslab.llm.cache import Cached, ResponseCache
+from maslab.llm.cache import Cached, CacheStore, ResponseCache
 from maslab.llm.endpoints import (
     Endpoints,
     EndpointsFile,
@@ -149,7 +149,7 @@ def load_model(
     spec: str,
     *,
     endpoints: Endpoints = None,
-    cache: ResponseCache | str | Path | None = None,
+    cache: CacheStore | str | Path | None = None,
     retry: RetryPolicy | None = None,
     native: bool = True,
     concurrency: int = ENDPOINT_MAX_CONCURRENCY,
@@ -157,7 +157,7 @@ def load_model(
     """Build the model stack for ``spec`` (``openai:gpt-4o-mini``, ``scripted:echo``, ...).
 
     ``endpoints`` is an endpoints table (alias -> list of :class:`Endpoint` or their fields) or
-    YAML file; ``cache`` a :class:`ResponseCache` or the path of its SQLite file (None: no
+    YAML file; ``cache`` a :class:`ResponseCache` (or a stand-in), or its SQLite file (None: no
     cache); ``retry`` the retry policy, unless the endpoints of the model's alias set their own.
     ``native=False`` hides what the model does natively (structured output, tools), so every
     method asks for JSON in text, as with a server that does neither. ``concurrency`` caps the
@@ -172,7 +172,7 @@ def load_model(
         model = TextOnly(model)
     model.name = spec
     if cache is not None:
-        store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
+        store = ResponseCache(cache) if isinstance(cache, (str, Path)) else cache
         model = Cached(model, store, namespace=spec)
     return model
 
@@ -190,7 +190,7 @@ class ModelPool:
         self,
         *,
         endpoints: Endpoints = None,
-        cache: ResponseCache | str | Path | None = None,
+        cache: CacheStore | str | Path | None = None,
         retry: RetryPolicy | None = None,
         native: bool = True,
         concurrency: int = ENDPOINT_MAX_CONCURRENCY,

@@ -1,0 +1,153 @@
+"""One sample, solved and scored: what a run does for each (task, repeat), wherever it runs
+(in the run's own process, or on a cluster's worker that streams the outcome back).
+
+:class:`SampleSolver` holds what solving needs (the method, the evaluator, the model pool and
+the run's settings) and nothing of the run directory: whoever holds the directory appends the
+:class:`Finished` sample it returns.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from maslab.context import Budget, Context
+from maslab.errors import LLMConnectionError, RequestRejected
+from maslab.evaluation import Evaluator
+from maslab.llm.registry import ModelPool
+from maslab.method import Method
+from maslab.results import ResultRecord
+from maslab.scheduling import CallGate
+from maslab.task import Task
+
+if TYPE_CHECKING:
+    from maslab.runner import RunConfig
+
+_ENDPOINT_STATUSES = {401, 403, 404}  # credentials or model refused: no sample can succeed
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished sample: its result record, its trace, and whether it failed because the
+    endpoint itself is unusable (the run stops early when its first samples all did)."""
+
+    record: ResultRecord
+    trace: dict[str, Any]
+    endpoint_failure: bool = False
+
+
+def build_evaluator(cls: type[Evaluator], options: dict[str, Any], models: ModelPool) -> Evaluator:
+    """``cls`` built with ``options``; an evaluator that takes ``models`` (its judges) gets the
+    run's pool, so its calls share the run's caps and cache."""
+    options = dict(options)
+    if "models" in inspect.signature(cls).parameters:
+        options["models"] = models
+    return cls(**options)
+
+
+def endpoint_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` says the endpoint itself is unusable, not this one request."""
+    if isinstance(exc, LLMConnectionError):
+        return True
+    return isinstance(exc, RequestRejected) and exc.status in _ENDPOINT_STATUSES
+
+
+def describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def usage_fields(ctx: Context) -> dict[str, Any]:
+    """A sample's spend for its result record: the method's calls (in total and per model) and
+    the scoring calls, each as :class:`UsageTotals` fields."""
+    return {
+        "usage": ctx.usage.to_dict(),
+        "usage_by_model": {m: t.to_dict() for m, t in ctx.ledger.by_model().items()},
+        "scoring_usage": ctx.ledger.totals(purpose="scoring").to_dict(),
+    }
+
+
+def trace(task_id: str, repeat: int, prompt: str | None, ctx: Context) -> dict[str, Any]:
+    """A sample's trace line: its calls, its transcript and the topology it ran on."""
+    return {
+        "task_id": task_id,
+        "repeat": repeat,
+        "prompt": prompt,
+        "calls": [r.to_dict() for r in ctx.ledger.records],
+        "messages": [m.model_dump(mode="json") for m in ctx.transcript],
+        "topology": ctx.topology.to_dict() if ctx.topology is not None else None,
+    }
+
+
+class SampleSolver:
+    """Solves and scores the samples of one run.
+
+    Args:
+        config: The run.
+        method: Its method, built from ``config`` (and any learned state loaded).
+        evaluator: Its evaluator.
+        models: The pool every call of its samples goes through.
+    """
+
+    def __init__(
+        self, config: RunConfig, method: Method, evaluator: Evaluator, models: ModelPool
+    ) -> None:
+        self.config = config
+        self.method = method
+        self.evaluator = evaluator
+        self.models = models
+
+    def context(
+        self, sample_id: str, repeat: int, calls: CallGate, budget: Budget | None
+    ) -> Context:
+        config = self.config
+        return Context(
+            config.model,
+            models=self.models,
+            sample_id=sample_id,
+            repeat=repeat,
+            seed=config.seed,
+            budget=budget,
+            sampling=config.sampling,
+            model_roles=config.model_roles,
+            gate=calls,
+        )
+
+    async def solve(self, task: Task, repeat: int, calls: CallGate) -> Finished:
+        """Solve (see :meth:`Method.run_sample`), then score through the sample's context:
+        scoring calls are the sample's too, but never count against its budget."""
+        ctx = self.context(task.id, repeat, calls, self.config.budget())
+        started = time.monotonic()
+        record, failure = await self._solve_and_score(task, ctx)
+        record = record.model_copy(
+            update={**usage_fields(ctx), "elapsed_s": time.monotonic() - started}
+        )
+        return Finished(
+            record,
+            trace(task.id, repeat, task.prompt(), ctx),
+            failure is not None and endpoint_failure(failure),
+        )
+
+    async def _solve_and_score(
+        self, task: Task, ctx: Context
+    ) -> tuple[ResultRecord, BaseException | None]:
+        """The record, and the exception that made it an error, if one did."""
+        base = {"task_id": task.id, "repeat": ctx.repeat, "gold": task.gold}
+        try:
+            solution = await self.method.run_sample(task, ctx)
+        except Exception as exc:  # a model failure or a method bug: recorded, retried on resume
+            return ResultRecord(**base, status="error", error=describe(exc)), exc
+        status = "ok" if ctx.budget_stop is None else "budget"
+        try:
+            score = await self.evaluator.score(task, solution.answer, ctx=ctx)
+        except Exception as exc:  # a judge failure or an evaluator bug: this sample's error
+            error = f"evaluator: {describe(exc)}"
+            return ResultRecord(**base, status="error", answer=solution.answer, error=error), exc
+        return ResultRecord(
+            **base, status=status, answer=solution.answer, score=score, metadata=solution.metadata
+        ), None
+
+    async def aclose(self) -> None:
+        await self.models.aclose()
+        await self.evaluator.aclose()
