@@ -255,6 +255,12 @@ class RayCluster:
         """Connect to (or start) Ray and start the workers, sharing the limits of ``config``
         (every run of the session has its endpoints, cache, concurrency and native setting)."""
         ray = _ray()
+        address = self.address or os.environ.get("RAY_ADDRESS", "")
+        if address.startswith("ray://") and config.cache:
+            raise ConfigError(
+                f"through Ray Client ({address}) the workers cannot reach this machine's response "
+                "cache: run the command on a node of the cluster (--address auto), or --no-cache"
+            )
         if not ray.is_initialized():
             self._connect(ray)
         table = endpoints_table(config.endpoints)
@@ -280,7 +286,7 @@ class RayCluster:
             self.close()
 
     def _connect(self, ray: Any) -> None:
-        options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+        options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
         try:
             if self.address or os.environ.get("RAY_ADDRESS"):
                 ray.init(address=self.address, **options)

@@ -1,0 +1,271 @@
+"""``--backend ray`` on a local Ray with two workers, against the fake server: the same records
+as the local backend, the driver the single writer (a killed worker's samples run again, none
+twice), endpoint limits shared across workers, and the response cache replayed from any worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import maslab
+from maslab.cli import main
+from maslab.context import Context
+from maslab.errors import ConfigError
+from maslab.harness import ray_cluster
+from maslab.method import MethodConfig, register_method
+from maslab.methods.vanilla import Vanilla
+from maslab.ray_backend import ATTEMPTS, WorkersLost
+from maslab.results import RunStore
+from maslab.task import Solution, Task
+from maslab.testing import FakeOpenAIServer
+
+ray = pytest.importorskip("ray")
+# the workers build this module's method from its pickled class, not by importing the module
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@register_method("dies_on_a_task")
+class DiesOnATask(Vanilla):
+    """Vanilla, whose worker process dies (SIGKILL) when it reaches task ``task``, for as long
+    as the file ``deaths`` counts fewer than ``times`` deaths."""
+
+    paper = category = calls = "test only"
+
+    class Config(MethodConfig):
+        task: str = ""
+        deaths: str = ""
+        times: int = 1
+
+    async def solve(self, task: Task, ctx: Context) -> Solution:
+        deaths = Path(self.config.deaths)
+        died = len(deaths.read_text().splitlines()) if deaths.exists() else 0
+        if task.id == self.config.task and died < self.config.times:
+            with deaths.open("a") as log:
+                log.write(f"{os.getpid()}\n")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return await super().solve(task, ctx)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(latency=0.05) as fake:
+        yield fake
+
+
+def records(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """The run's result lines by (task, repeat), without what timing changes; one line per key
+    (a second line of a key would be a duplicate)."""
+    lines = [orjson.loads(line) for line in (run_dir / "results.jsonl").read_bytes().splitlines()]
+    out = {}
+    for record in lines:
+        record.pop("elapsed_s")
+        for usage in (record["usage"], record["scoring_usage"], *record["usage_by_model"].values()):
+            usage.pop("latency_s")
+        key = (record["task_id"], record["repeat"])
+        assert key not in out, f"{key} recorded twice"
+        out[key] = record
+    return out
+
+
+def sweep_file(tmp_path: Path, server: FakeOpenAIServer, out: str, cache: str | bool) -> Path:
+    path = tmp_path / f"{out}.yaml"
+    path.write_text(
+        f"""
+out: {tmp_path / out}
+models: ["openai:fake@{server.base_url}"]
+methods: [vanilla, {{name: llm_debate, config: {{agents: 2, rounds: 2}}}}]
+benchmarks: [arith, {{name: arith, options: {{difficulty: 4}}, label: arith4}}]
+limit: 6
+repeats: 2
+cache: {cache}
+"""
+    )
+    return path
+
+
+def cells(root: Path) -> dict[str, dict[tuple[str, int], dict[str, Any]]]:
+    found = {
+        str(p.parent.relative_to(root)): records(p.parent) for p in root.rglob("results.jsonl")
+    }
+    assert len(found) == 4
+    return found
+
+
+def test_a_sweep_on_ray_records_what_the_local_backend_does_and_replays_from_its_cache(
+    tmp_path, server
+):
+    cache = tmp_path / "cache.sqlite"
+    assert main(["sweep", str(sweep_file(tmp_path, server, "local", "false")), "--quiet"]) == 0
+    served = server.served
+    on_ray = sweep_file(tmp_path, server, "ray", str(cache))
+    assert main(["sweep", str(on_ray), "--backend", "ray", "--workers", "2", "--quiet"]) == 0
+    assert server.served == 2 * served  # every call made again, none twice
+    assert cells(tmp_path / "ray") == cells(tmp_path / "local")
+
+    assert main(["sweep", str(on_ray), "--backend", "ray", "--workers", "2", "--quiet"]) == 0
+    assert server.served == 2 * served  # resumed: nothing left to do
+    replay = sweep_file(tmp_path, server, "replay", str(cache))
+    assert main(["sweep", str(replay), "--backend", "ray", "--workers", "2", "--quiet"]) == 0
+    assert server.served == 2 * served  # a new run on the cluster: every call from the cache
+    replayed = cells(tmp_path / "replay")
+    assert all(
+        r["usage"]["cached_calls"] == r["usage"]["calls"]
+        for c in replayed.values()
+        for r in c.values()
+    )
+
+
+def test_endpoint_limits_are_shared_by_the_workers_not_multiplied(tmp_path):
+    with FakeOpenAIServer(latency=0.2) as slow:
+        endpoints = tmp_path / "endpoints.yaml"
+        endpoints.write_text(f"fake:\n  - base_url: {slow.base_url}\n    max_concurrency: 3\n")
+        maslab.evaluate(
+            "llm_debate",
+            "arith",
+            "openai:fake",
+            endpoints=endpoints,
+            limit=8,
+            concurrency=16,
+            cache=False,
+            out=tmp_path / "run",
+            backend="ray",
+            workers=2,
+            progress=False,
+        )
+        assert slow.served == 8 * 6
+        assert slow.peak_in_flight == 3  # 2 + 1: each worker its share, together the cap
+
+
+def evaluate_dying(tmp_path: Path, server: FakeOpenAIServer, times: int, **options: Any) -> Any:
+    return maslab.evaluate(
+        "dies_on_a_task",
+        "arith",
+        f"openai:fake@{server.base_url}",
+        config={"task": "arith-test-0004", "deaths": str(tmp_path / "deaths"), "times": times},
+        limit=10,
+        concurrency=2,  # one sample at a time per worker: the death comes mid-shard
+        cache=False,
+        out=tmp_path / "run",
+        progress=False,
+        **options,
+    )
+
+
+def test_a_killed_workers_samples_run_again_on_another_none_lost_none_twice(tmp_path, server):
+    local = evaluate_dying(tmp_path / "local", server, times=0)
+    before = server.served
+    result = evaluate_dying(tmp_path, server, times=1, backend="ray", workers=2, shards=2)
+    assert len((tmp_path / "deaths").read_text().splitlines()) == 1  # a worker did die
+    assert records(result.dir) == records(local.dir)  # all ten, each once, as run locally
+    assert RunStore(result.dir).superseded() == []
+    served = server.served
+    assert served - before >= 10
+
+    again = evaluate_dying(tmp_path, server, times=1, backend="ray", workers=2)
+    assert server.served == served  # re-running finds nothing to do
+    assert records(again.dir) == records(local.dir)
+
+
+def test_a_shard_that_keeps_losing_workers_stops_its_run_and_a_re_run_resumes_it(tmp_path, server):
+    with pytest.raises(WorkersLost, match=f"lost its worker {ATTEMPTS} times"):
+        evaluate_dying(tmp_path, server, times=ATTEMPTS, backend="ray", workers=2, shards=2)
+    assert len((tmp_path / "deaths").read_text().splitlines()) == ATTEMPTS
+    saved = records(tmp_path / "run")
+    assert ("arith-test-0004", 0) not in saved and len(saved) >= 5  # the other shard finished
+
+    result = evaluate_dying(tmp_path, server, times=ATTEMPTS, backend="ray", workers=2)
+    assert records(result.dir) == records(evaluate_dying(tmp_path / "local", server, 0).dir)
+
+
+def test_run_on_ray_with_shards_and_the_ray_options_need_the_ray_backend(tmp_path, server, capsys):
+    model = f"openai:fake@{server.base_url}"
+    common = ["run", "--method", "llm_debate", "--benchmark", "arith", "--model", model,
+              "--limit", "7", "--no-cache", "--quiet"]  # fmt: skip
+    assert main([*common, "--out", str(tmp_path / "local")]) == 0
+    ray_run = [*common, "--out", str(tmp_path / "ray"), "--backend", "ray", "--shards", "3"]
+    assert main(ray_run) == 0
+    assert records(tmp_path / "ray") == records(tmp_path / "local")
+
+    capsys.readouterr()
+    assert main([*common, "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--workers only go with the ray backend" in err
+    with pytest.raises(ConfigError, match="unknown backend 'spark'"):
+        ray_cluster("spark")
+
+
+def test_without_ray_installed_the_ray_backend_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails
+    with pytest.raises(ConfigError, match=r"pip install 'maslab\[ray\]'"):
+        maslab.evaluate("vanilla", "arith", "scripted:echo", limit=1, cache=False,
+                        out=tmp_path / "run", backend="ray", progress=False)  # fmt: skip
+
+
+def test_the_command_starts_its_own_local_ray_and_stops_it(tmp_path, server):
+    done = subprocess.run(
+        [sys.executable, "-m", "maslab.cli", "run", "--method", "vanilla", "--benchmark", "arith",
+         "--model", f"openai:fake@{server.base_url}", "--limit", "4", "--no-cache", "--quiet",
+         "--out", str(tmp_path / "run"), "--backend", "ray", "--workers", "2"],
+        capture_output=True, text=True, timeout=180,
+        env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(records(tmp_path / "run")) == 4
+
+
+@register_method("counts_what_it_learned")
+class CountsWhatItLearned(Vanilla):
+    """Vanilla that learns how many tasks its optimisation step saw, and says so per sample."""
+
+    paper = category = calls = "test only"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.learned: int | None = None
+
+    async def optimize(self, tasks: Any, ctx: Context) -> None:
+        self.learned = len(tasks)
+
+    def learned_state(self) -> dict[str, Any] | None:
+        return {"tasks": self.learned}
+
+    def load_learned_state(self, state: Any) -> None:
+        self.learned = state["tasks"]
+
+    async def solve(self, task: Task, ctx: Context) -> Solution:
+        solution = await super().solve(task, ctx)
+        return Solution(answer=solution.answer, metadata={"learned": self.learned})
+
+
+def test_the_optimisation_step_runs_on_the_driver_and_the_workers_get_what_it_learned(tmp_path):
+    result = maslab.evaluate(
+        "counts_what_it_learned", "arith", "scripted:echo", limit=4, optimize_on="dev",
+        optimize_limit=3, cache=False, out=tmp_path / "run", backend="ray", workers=2,
+        progress=False,
+    )  # fmt: skip
+    assert [r.metadata["learned"] for r in result.records] == [3] * 4
+
+
+def test_ray_client_without_a_reachable_cache_is_refused_before_connecting(tmp_path):
+    with pytest.raises(ConfigError, match="--no-cache"):
+        maslab.evaluate("vanilla", "arith", "scripted:echo", limit=1, out=tmp_path / "run",
+                        cache=tmp_path / "cache.sqlite", backend="ray",
+                        address="ray://127.0.0.1:1", progress=False)  # fmt: skip
+    assert not (tmp_path / "run" / "results.jsonl").exists()
