@@ -70,9 +70,11 @@ def _interleave(shards: dict[int, list[str]], n: int) -> list[str]:
     ]
 
 
-def _check(stores: list[RunStore], partial: bool) -> tuple[list[tuple[RunStore, Manifest]], int]:
-    """The shards with their manifests in shard order, and N; a one-line error unless they are
-    the shards of one run (all of them, unless ``partial``)."""
+def _check(
+    stores: list[RunStore], partial: bool
+) -> tuple[list[tuple[RunStore, Manifest]], int, list[int]]:
+    """The shards with their manifests in shard order, N, and the shards missing; a one-line
+    error unless they are the shards of one run (all of them, unless ``partial``)."""
     manifests = [store.manifest() for store in stores]
     for store, manifest in zip(stores, manifests, strict=True):
         if manifest.shard is None:
@@ -94,14 +96,14 @@ def _check(stores: list[RunStore], partial: bool) -> tuple[list[tuple[RunStore, 
         if i in seen:
             raise ConfigError(f"{seen[i]} and {store.dir} are both shard {i}/{n}")
         seen[i] = store.dir
-    missing = [str(i) for i in range(1, n + 1) if i not in seen]
+    missing = [i for i in range(1, n + 1) if i not in seen]
     if missing and not partial:
         raise ConfigError(
-            f"shard{'s' * (len(missing) > 1)} {', '.join(missing)} of {n} missing; "
+            f"shard{'s' * (len(missing) > 1)} {', '.join(map(str, missing))} of {n} missing; "
             "give every shard, or --partial to merge those given"
         )
     pairs = sorted(zip(stores, manifests, strict=True), key=lambda pair: pair[1].shard[0])
-    return pairs, n
+    return pairs, n, missing
 
 
 def _check_out(out: Path, identity: dict[str, object]) -> None:
@@ -144,8 +146,10 @@ def _copy(source: Path, planned: set[Key], into: IO[bytes], index: IO[bytes] | N
 
 def merge(directories: Sequence[str | Path], out: str | Path, *, partial: bool = False) -> Path:
     """Merge the shard directories into ``out``, a run directory like one run's (see the
-    module's docstring); returns ``out``. Merging again into the same ``out`` rewrites it."""
-    shards, n = _check([existing_run(d) for d in directories], partial)
+    module's docstring); returns ``out``. Merging again into the same ``out`` rewrites it. A
+    ``partial`` merge's manifest lists the shards missing (``missing_shards``): its task ids are
+    the merged shards' only."""
+    shards, n, missing = _check([existing_run(d) for d in directories], partial)
     stores, manifests = [store for store, _ in shards], [manifest for _, manifest in shards]
     for store in stores:
         if any((store.dir / name).exists() for name in (OPTIMIZATION, LEARNED_STATE)):
@@ -160,6 +164,7 @@ def merge(directories: Sequence[str | Path], out: str | Path, *, partial: bool =
         .model_dump()
     )
     merged["merged_from"] = [str(store.dir) for store in stores]
+    merged["missing_shards"] = missing
     write_atomically(out / "manifest.json", orjson.dumps(merged, option=orjson.OPT_INDENT_2))
     traces = out / TRACES
     with (

@@ -130,8 +130,10 @@ def test_a_missing_shard_is_refused_unless_partial(
     assert "shard 2 of 3 missing" in capsys.readouterr().err
     assert main(["merge", str(shards[0]), str(shards[2]), "--out", str(tmp_path / "m"),
                  "--partial"]) == 0  # fmt: skip
+    assert "partial: shard 2 missing" in capsys.readouterr().out
     expected = {k: v for k, v in records(whole).items() if k[0] not in shards_tasks(shards[1])}
     assert records(tmp_path / "m") == expected
+    assert RunStore(tmp_path / "m").manifest().model_extra["missing_shards"] == [2]
 
 
 def shards_tasks(shard: Path) -> list[str]:

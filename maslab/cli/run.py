@@ -306,10 +306,16 @@ def cluster(args: argparse.Namespace) -> RayCluster | None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    from maslab.results import RunStore
     from maslab.shard import merge
 
     out = merge(args.shards, args.out, partial=args.partial)
     console.print(f"merged {len(args.shards)} shards into {out}")
+    if missing := RunStore(out).manifest().model_extra.get("missing_shards"):
+        console.print(
+            f"[yellow]partial: shard{'s' * (len(missing) > 1)} {', '.join(map(str, missing))} "
+            "missing; the merged run holds the other shards' tasks only[/]"
+        )
     return 0
 
 
