@@ -48,3 +48,12 @@ def test_each_method_states_category_paper_and_calls(name, capsys):
     listed = "".join(capsys.readouterr().out.split())
     for fact in (cls.paper, cls.category, f"LLM calls per task: {cls.calls}"):
         assert "".join(fact.split()) in listed
+
+
+def test_a_narrow_terminal_folds_long_words_instead_of_cutting_them(capsys, monkeypatch):
+    from maslab.cli.console import console
+
+    monkeypatch.setattr(console, "width", 48)
+    assert main(["list", "methods"]) == 0
+    listed = "".join(capsys.readouterr().out.split())
+    assert "constraint/verifier/selector" in listed and "…" not in listed
