@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     from maslab.runner import RunConfig, Runner
 
 ATTEMPTS = 3  # workers a shard may lose before its run stops (re-running resumes it)
+# shards a worker runs at once: while one finishes its last samples, the other uses the worker's
+# share of the limits, which holds across both
+LANES = 2
 
 log = logging.getLogger(__name__)
 
@@ -221,12 +224,6 @@ def _ray() -> Any:
     return ray
 
 
-@dataclass
-class _Worker:
-    slot: int
-    handle: Any
-
-
 class RayCluster:
     """The workers of one ``--backend ray`` session: :meth:`start` them for a run's settings,
     :meth:`run` runs (several at once share the workers), :meth:`close` at the end.
@@ -248,7 +245,8 @@ class RayCluster:
         self.slots = 0
         self._started_ray = False
         self._cache: Any | None = None
-        self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
+        self._workers: list[Any] = []  # each slot's worker (an actor handle)
+        self._idle: asyncio.Queue[int] = asyncio.Queue()  # a slot per free lane
         self._worker_class: Any = None
 
     def start(self, config: RunConfig) -> None:
@@ -273,8 +271,10 @@ class RayCluster:
             server = ray.remote(num_cpus=0)(CacheServer)
             self._cache = server.options(scheduling_strategy=here).remote(config.cache)
         self._worker_class = ray.remote(num_cpus=1, max_concurrency=1_000)(ShardWorker)
-        for slot in range(self.slots):
-            self._idle.put_nowait(self._new_worker(slot))
+        self._workers = [self._new_worker(slot) for slot in range(self.slots)]
+        for _ in range(LANES):
+            for slot in range(self.slots):
+                self._idle.put_nowait(slot)
 
     @contextmanager
     def running(self, config: RunConfig) -> Iterator[RayCluster]:
@@ -297,8 +297,8 @@ class RayCluster:
             raise ConfigError(f"cannot start or join Ray at {where}: {exc}") from None
         self._started_ray = True
 
-    def _new_worker(self, slot: int) -> _Worker:
-        return _Worker(slot, self._worker_class.remote(slot, self.slots, self._cache))
+    def _new_worker(self, slot: int) -> Any:
+        return self._worker_class.remote(slot, self.slots, self._cache)
 
     async def run(self, runner: Runner, todo: list[tuple[Task, int]]) -> None:
         """Run ``todo`` (samples of ``runner``'s run, whose directory is open) on the workers;
@@ -321,8 +321,9 @@ class RayCluster:
         ray = _ray()
         left = {(task.id, repeat): (task, repeat) for task, repeat in shard.samples}
         for _ in range(ATTEMPTS):
-            worker = await self._idle.get()
-            stream = worker.handle.run.remote(Shard(shard.run, list(left.values())))
+            slot = await self._idle.get()
+            worker = self._workers[slot]
+            stream = worker.run.remote(Shard(shard.run, list(left.values())))
             try:
                 async for ref in stream:
                     for finished in await ref:
@@ -331,8 +332,9 @@ class RayCluster:
                 return
             except ray.exceptions.RayActorError as exc:
                 log.warning("a worker died (%s); its shard's %d samples left go on", exc, len(left))
-                ray.kill(worker.handle, no_restart=True)
-                worker = self._new_worker(worker.slot)
+                if self._workers[slot] is worker:  # not yet replaced (from its other lane)
+                    ray.kill(worker, no_restart=True)
+                    self._workers[slot] = self._new_worker(slot)
             except ray.exceptions.RayTaskError as exc:  # raised in the worker: raise it here
                 cause = exc.cause
                 raise (cause if isinstance(cause, Exception) else exc) from None
@@ -340,7 +342,7 @@ class RayCluster:
                 ray.cancel(stream)
                 raise
             finally:
-                self._idle.put_nowait(worker)
+                self._idle.put_nowait(slot)
         raise WorkersLost(
             f"a shard lost its worker {ATTEMPTS} times; {len(left)} of its samples are not run "
             "(what finished is saved): re-run to resume"
@@ -351,8 +353,8 @@ class RayCluster:
         if self._worker_class is None:
             return
         ray = _ray()
-        while not self._idle.empty():
-            ray.kill(self._idle.get_nowait().handle, no_restart=True)
+        for worker in self._workers:
+            ray.kill(worker, no_restart=True)
         if self._cache is not None:
             ray.get(self._cache.close.remote())
             ray.kill(self._cache, no_restart=True)
