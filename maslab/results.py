@@ -60,6 +60,8 @@ class ResultRecord(BaseModel):
     ``usage`` covers every call the method made for the sample (``UsageTotals`` fields:
     spent and cache-replayed tokens apart), ``usage_by_model`` the same per model, and
     ``scoring_usage`` the evaluator's judge calls, which are not the method's cost.
+    ``signals``: its triage signals, name -> value, above 0 when it fired (see
+    :mod:`maslab.triage`); empty in runs recorded before they were stored.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -76,6 +78,7 @@ class ResultRecord(BaseModel):
     elapsed_s: float = 0.0
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    signals: dict[str, float] = Field(default_factory=dict)
 
     @property
     def key(self) -> Key:

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from maslab.aggregation import answer_key
 from maslab.context import Budget, Context
 from maslab.errors import LLMConnectionError, RequestRejected
 from maslab.evaluation import Evaluator
@@ -21,6 +22,7 @@ from maslab.method import Method
 from maslab.results import ResultRecord
 from maslab.scheduling import CallGate
 from maslab.task import Task
+from maslab.triage import signals
 
 if TYPE_CHECKING:
     from maslab.runner import RunConfig
@@ -68,9 +70,13 @@ def usage_fields(ctx: Context) -> dict[str, Any]:
     }
 
 
-def trace(task_id: str, repeat: int, prompt: str | None, ctx: Context) -> dict[str, Any]:
-    """A sample's trace line: its calls, its transcript and the topology it ran on."""
-    return {
+def trace(
+    task_id: str, repeat: int, prompt: str | None, ctx: Context, task: Task | None = None
+) -> dict[str, Any]:
+    """A sample's trace line: its calls, its transcript and the topology it ran on; given the
+    ``task``, also the answer extracted from each message as its answer type extracts (None
+    where there is none), which :mod:`maslab.trajectory` reads."""
+    line = {
         "task_id": task_id,
         "repeat": repeat,
         "prompt": prompt,
@@ -78,6 +84,9 @@ def trace(task_id: str, repeat: int, prompt: str | None, ctx: Context) -> dict[s
         "messages": [m.model_dump(mode="json") for m in ctx.transcript],
         "topology": ctx.topology.to_dict() if ctx.topology is not None else None,
     }
+    if task is not None:
+        line["answers"] = [answer_key(task, m.content) for m in ctx.transcript]
+    return line
 
 
 class SampleSolver:
@@ -116,18 +125,16 @@ class SampleSolver:
 
     async def solve(self, task: Task, repeat: int, calls: CallGate) -> Finished:
         """Solve (see :meth:`Method.run_sample`), then score through the sample's context:
-        scoring calls are the sample's too, but never count against its budget."""
+        scoring calls are the sample's too, but never count against its budget. The record
+        carries the sample's triage signals, read from its trace."""
         ctx = self.context(task.id, repeat, calls, self.config.budget())
         started = time.monotonic()
         record, failure = await self._solve_and_score(task, ctx)
-        record = record.model_copy(
-            update={**usage_fields(ctx), "elapsed_s": time.monotonic() - started}
-        )
-        return Finished(
-            record,
-            trace(task.id, repeat, task.prompt(), ctx),
-            failure is not None and endpoint_failure(failure),
-        )
+        elapsed = time.monotonic() - started
+        line = trace(task.id, repeat, task.prompt(), ctx, task)
+        update = {**usage_fields(ctx), "elapsed_s": elapsed, "signals": signals(record, line)}
+        record = record.model_copy(update=update)
+        return Finished(record, line, failure is not None and endpoint_failure(failure))
 
     async def _solve_and_score(
         self, task: Task, ctx: Context

@@ -1,4 +1,5 @@
-"""The ``maslab`` command: run, sweep, report, show, compare, agreement, export, list, data, cache.
+"""The ``maslab`` command: run, sweep, report, show, triage, compare, agreement, export, list,
+data, cache.
 
 Every failure is one line on stderr. Exit status: 2 for a user mistake (a bad option, name,
 file or value), 1 for samples that errored or a file system failure (disk full, permissions),
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
 
-from maslab.cli import catalogue, export, reading, run, sweep
+from maslab.cli import catalogue, export, reading, run, sweep, triage
 from maslab.cli.console import Parser, RunStopped, Terminated
 from maslab.errors import MaslabError
 from maslab.plugins import import_module
@@ -25,9 +26,9 @@ from maslab.secrets import redact
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="maslab", description=__doc__.splitlines()[0])
+    parser = Parser(prog="maslab", description=" ".join(__doc__.split("\n\n")[0].split()))
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (run, sweep, reading, export, catalogue):
+    for commands in (run, sweep, reading, triage, export, catalogue):
         commands.add_commands(sub)
     return parser
 
