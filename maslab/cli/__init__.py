@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
 
-from maslab.cli import catalogue, export, reading, run, sweep
+from maslab.cli import catalogue, export, reading, run, sweep, view
 from maslab.cli.console import Parser, RunStopped, Terminated
 from maslab.errors import MaslabError
 from maslab.plugins import import_module
@@ -27,7 +27,7 @@ from maslab.secrets import redact
 def build_parser() -> Parser:
     parser = Parser(prog="maslab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (run, sweep, reading, export, catalogue):
+    for commands in (run, sweep, reading, view, export, catalogue):
         commands.add_commands(sub)
     return parser
 
