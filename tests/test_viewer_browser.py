@@ -1,0 +1,60 @@
+"""``maslab view`` in a real headless Chromium: the leaderboard, a filter and a search typed as
+a user would, a transcript, and screenshots checked for content (not pixels)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from browser import HEIGHT, WIDTH, Browser, find_chromium
+from viewer_runs import write_run
+
+from maslab.viewer.app import start
+from maslab.viewer.runs import Run
+
+pytestmark = pytest.mark.skipif(find_chromium() is None, reason="no chromium binary")
+
+
+def check_screenshot(png: bytes) -> None:
+    """A whole PNG of the window that shows something: many colours, not one."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png))
+    image.load()
+    assert image.size == (WIDTH, HEIGHT)
+    colours = image.convert("RGB").getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 20  # None: more colours than that
+
+
+async def test_filter_search_and_transcript_in_chromium(tmp_path):
+    runs = [Run.open(0, write_run(tmp_path / "run"))]
+    runner, url = await start(runs, 0)
+    try:
+        async with Browser.start(tmp_path / "profile") as browser:
+            await browser.goto(url)
+            assert "llm_debate" in await browser.text("#leaderboard")
+            assert await browser.text("#count") == "1–50 of 60 samples"
+            check_screenshot(await browser.screenshot())
+
+            await browser.choose("select[name=outcome]", "wrong")
+            async with browser.navigation():
+                await browser.click("#apply")
+            assert await browser.text("#count") == "1–1 of 1 samples"
+            assert "t01" in await browser.text("#samples")
+
+            async with browser.navigation():
+                await browser.click("a.sample")  # t01: its messages hold a script
+            page = await browser.text()
+            assert "<script>window.__pwned = 1</script>" in page  # shown as text
+            assert await browser.evaluate("typeof window.__pwned") == "undefined"  # not run
+            assert "Round 1" in page and "answer: 5" in page and "12 + 5 tokens" in page
+
+            await browser.goto(url)
+            await browser.type_into("input[name=q]", "needle-alpha")
+            async with browser.navigation():
+                await browser.press_enter()
+            assert await browser.text("#count") == "1–1 of 1 samples"
+            assert "t00" in await browser.text("#samples")
+            check_screenshot(await browser.screenshot())
+    finally:
+        await runner.cleanup()
