@@ -305,7 +305,9 @@ def _messages(messages: Sequence[Mapping[str, Any]], answers: Sequence[str | Non
     return "".join(items)
 
 
-def _call(call: Mapping[str, Any]) -> str:
+def _call(call: Mapping[str, Any], known: int = 0) -> str:
+    """One call's details; its first ``known`` messages are said to be its agent's previous
+    call and reply, not shown again."""
     about = [
         str(call.get("agent")),
         None if call.get("round") is None else f"round {call['round']}",
@@ -318,8 +320,13 @@ def _call(call: Mapping[str, Any]) -> str:
     ]
     chat = "".join(
         f"<pre><b>{escape(str(m.get('role')))}</b>\n{escape(str(m.get('content')))}</pre>"
-        for m in call.get("messages") or ()
+        for m in (call.get("messages") or ())[known:]
     )
+    if known:
+        earlier = (
+            f"as the previous call of {call.get('agent')} and its reply ({known} messages), then:"
+        )
+        chat = f'<p class="muted">{escape(earlier)}</p>{chat}'
     response = call.get("response")
     reply = "" if response is None else f"<b>response</b><pre>{escape(response)}</pre>"
     tools = "".join(f"{c['name']}({c['arguments']})\n" for c in call.get("tool_calls") or ())
@@ -327,6 +334,21 @@ def _call(call: Mapping[str, Any]) -> str:
         reply += f"<b>tool calls</b><pre>{escape(tools)}</pre>"
     title = escape(" · ".join(filter(None, about)))
     return f"<details><summary>{title}</summary>{chat}{reply}</details>"
+
+
+def _calls(calls: Sequence[Mapping[str, Any]]) -> str:
+    """Each call's details, a chat that goes on from its agent's previous call and reply
+    showing only what is new."""
+    history: dict[str, list[Any]] = {}  # agent -> its last call's messages and reply
+    shown = []
+    for call in calls:
+        agent, chat = str(call.get("agent")), list(call.get("messages") or ())
+        before = history.get(agent, [])
+        known = len(before) if before and chat[: len(before)] == before else 0
+        shown.append(_call(call, known))
+        reply = call.get("response")
+        history[agent] = [*chat, {"role": "assistant", "content": reply}] if reply else chat
+    return "".join(shown)
 
 
 def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run) -> str:
@@ -364,7 +386,7 @@ def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run) -> str:
     if trace.get("messages"):
         parts.append(f"<h4>Messages</h4>{_messages(trace['messages'], answers)}")
     if trace.get("calls"):
-        parts.append(f"<h4>Calls</h4>{''.join(map(_call, trace['calls']))}")
+        parts.append(f"<h4>Calls</h4>{_calls(trace['calls'])}")
     extracted = f" → {escape(score.extracted)}" if score and score.extracted is not None else ""
     votes = f" · votes {escape(tally)}" if tally else ""
     return (

@@ -243,3 +243,28 @@ def test_samples_beyond_the_drawn_topologies_draw_their_own(tmp_path):
     page = build_report([run], tmp_path / "report.html").read_text()
     assert page.count("<figure") == MAX_TOPOLOGIES
     assert page.count("<svg") == MAX_TOPOLOGIES + 2  # the last two, in their tasks
+
+
+def test_a_call_that_goes_on_from_its_agents_previous_call_shows_only_what_is_new():
+    from maslab.report import _calls
+
+    question = {"role": "user", "content": "Q?"}
+    calls = [
+        {"agent": "a", "messages": [question], "response": "R0"},
+        {"agent": "b", "messages": [question], "response": "S0"},
+        {
+            "agent": "a",
+            "response": "R1",
+            "messages": [
+                question,
+                {"role": "assistant", "content": "R0"},
+                {"role": "user", "content": "NEW"},
+            ],
+        },
+        {"agent": "b", "messages": [{"role": "user", "content": "Q, again?"}], "response": "S1"},
+    ]
+    first_a, first_b, second_a, second_b = _calls(calls).split("</details>")[:4]
+    assert "Q?" in first_a and "Q?" in first_b
+    assert "as the previous call of a and its reply (2 messages), then:" in second_a
+    assert "Q?" not in second_a and "R0" not in second_a and "NEW" in second_a
+    assert "previous call" not in second_b and "Q, again?" in second_b
