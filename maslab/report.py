@@ -1,34 +1,38 @@
-"""One self-contained HTML page over run directories: leaderboard, plot and per-task drill-down.
+"""One self-contained HTML page over run directories: leaderboard, plots, each run's figures
+and per-task drill-down.
 
-Styles are inline, the plot (drawn when the page compares runs) is a base64 PNG and topologies
-are inline SVG, so the page loads nothing from the network.
-Every string that came from a model, a dataset or a manifest is HTML-escaped. The page is
-written piece by piece, each shown sample's trace read (through the run's trace index) as its
-drill-down is written, so no run's traces are held at once; matplotlib is imported only when a
-plot is drawn.
+Styles are inline, the plots (:mod:`maslab.report_plots`) are base64 PNGs and topologies are
+inline SVG, so the page loads nothing from the network. Every string that came from a model, a
+dataset or a manifest is HTML-escaped. A run's traces are read twice, one at a time: once
+through for its figures (:mod:`maslab.report_figures`: running totals only), then each shown
+sample's as its drill-down is written, so no run's traces are held at once; matplotlib is
+imported only when a plot is drawn.
 """
 
 from __future__ import annotations
 
-import base64
-import io
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, replace
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
+from maslab.report_figures import (
+    AgentShare,
+    RoundFigures,
+    TraceFigures,
+    final_answers,
+    trace_figures,
+    vote_tally,
+)
+from maslab.report_plots import colour, convergence, cost_accuracy, glyph, pass_at_k
 from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.roles import describe_model_roles
 from maslab.secrets import redact
 from maslab.stats import Summary, summarize
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+from maslab.topology_svg import topology_svg
 
 Prices = Mapping[str, tuple[float, float]]
 
@@ -39,10 +43,23 @@ h1 { margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd
 table { border-collapse: collapse; width: 100%; }
 th, td { padding: 0.35em 0.7em; border-bottom: 1px solid #e4e4e4; text-align: left; }
 th { background: #f3f5f8; } tbody tr:hover { background: #fafbfc; }
-td:nth-child(n+4) { text-align: right; font-variant-numeric: tabular-nums; }
+.leaderboard td:nth-child(n+5), .numbers td:nth-child(n+2) { text-align: right;
+  font-variant-numeric: tabular-nums; }
+.numbers { width: auto; min-width: 24em; }
 a { color: #2a5db0; text-decoration: none; }
 .muted { color: #777; font-size: 0.9em; }
-.plot { text-align: center; margin: 1.5em 0; } img { max-width: 100%; }
+.pictures { display: flex; gap: 1.5em; align-items: flex-start; margin: 1.5em 0; }
+.plots { flex: 1 1 auto; min-width: 0; } .plot { text-align: center; margin: 0 0 1em; }
+img { max-width: 100%; }
+.key { flex: 0 0 auto; width: auto; max-width: 22em; font-size: 0.9em; }
+.key td { padding: 0.15em 0.5em; }
+.num { font-weight: 600; white-space: nowrap; }
+.share { display: flex; height: 1.1em; border-radius: 3px; overflow: hidden; max-width: 40em;
+  margin: 0.3em 0 0.6em; }
+.swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px;
+  margin-right: 0.4em; }
+.topologies { display: flex; flex-wrap: wrap; gap: 1em; }
+figure { margin: 0; } figcaption { text-align: center; color: #777; font-size: 0.9em; }
 details { border: 1px solid #e1e4e8; border-radius: 6px; margin: 0.4em 0; padding: 0.3em 0.8em; }
 summary { cursor: pointer; }
 .tag { display: inline-block; min-width: 5.5em; font-size: 0.85em; font-weight: 600;
@@ -65,39 +82,20 @@ class _Run:
     manifest: Manifest
     records: list[ResultRecord]
     summary: Summary
+    figures: TraceFigures
+    number: int = 0
+    """Its row in the leaderboard, and its mark in the plots."""
+    label: str = ""
 
 
 def _load(directory: str | Path, anchor: str) -> _Run:
-    """A run's manifest, records and summary; its traces are read later, one at a time."""
+    """A run's manifest, records, summary and trace figures; its traces are read one at a time."""
     store = RunStore(directory)
     records, superseded = store.records()
     records.sort(key=lambda r: r.key)
     summary = summarize(records, superseded=superseded, optimization=store.optimizations())
-    return _Run(store, anchor, store.manifest(), records, summary)
-
-
-def _plain(text: str) -> str:
-    """``text`` safe from matplotlib's ``$...$`` mathtext."""
-    return text.replace("$", r"\$")
-
-
-def _img(fig: Figure, alt: str) -> str:
-    """``fig`` as an ``<img>`` holding a base64 PNG."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    FigureCanvasAgg(fig)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return f'<img src="data:image/png;base64,{data}" alt="{escape(alt)}">'
-
-
-def _compact(value: float, _position: int | None = None) -> str:
-    """``1500`` as ``1.5k``, ``2e6`` as ``2M``."""
-    for scale, suffix in ((1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:g}{suffix}"
-    return f"{value:g}"
+    figures = trace_figures(store, records)
+    return _Run(store, anchor, store.manifest(), records, summary, figures)
 
 
 def _short_model(spec: str) -> str:
@@ -106,134 +104,80 @@ def _short_model(spec: str) -> str:
     return Path(name).stem if "/" in name else name
 
 
-def _plot_labels(runs: Sequence[_Run]) -> list[str]:
-    """Short point labels: the method, plus the model when the runs use several."""
-    models = {run.manifest.model for run in runs}
-    if len(models) == 1:
-        return [run.manifest.method for run in runs]
-    return [f"{run.manifest.method} · {_short_model(run.manifest.model)}" for run in runs]
+_UNSHOWN = {"dataset_hash", "task_ids"}  # opaque, or long and implied by the others
+_SETTINGS = tuple(
+    name for name in (*Manifest.IDENTITY, "repeats", "limit", "data")
+    if name not in ("method", "method_config")
+)  # fmt: skip
 
 
-def _plot(runs: Sequence[_Run]) -> str:
-    """Accuracy (with its interval) against tokens used per sample, one point per run; none
-    for fewer than two runs (one point compares nothing, and the leaderboard holds it)."""
-    points = [run for run in runs if run.summary.n]
-    if len(points) < 2:
-        return ""
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+def _settings(manifest: Manifest) -> dict[str, str]:
+    """What set the run up, flat and as text: the method's config keys as they are, then the
+    run's other settings (``benchmark``, ``sampling.temperature``, ...)."""
+    flat: dict[str, str] = {}
 
-    fig = Figure(figsize=(7.5, 4.5))
-    ax = fig.add_subplot()
-    xs = [run.summary.mean_tokens for run in points]
-    for run, label in zip(points, _plot_labels(points), strict=True):
-        s = run.summary
-        x, y = s.mean_tokens, 100 * s.accuracy
-        lo, hi = (100 * bound for bound in s.ci)
-        # clamp: float rounding can put a bound a hair past the point
-        ax.errorbar(x, y, yerr=[[max(0.0, y - lo)], [max(0.0, hi - y)]], fmt="o", capsize=4)
-        rightmost = len(points) > 1 and x == max(xs)  # its label goes left, inside the axes
-        ax.annotate(
-            _plain(label), (x, y), xytext=(-6 if rightmost else 6, 6),
-            textcoords="offset points", ha="right" if rightmost else "left",
-        )  # fmt: skip
-    ax.margins(x=0.08)
-    if min(xs) > 0 and max(xs) >= 10 * min(xs):
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.xaxis.set_major_formatter(FuncFormatter(_compact))
-    ax.set(xlabel="tokens per sample (spent + cached)", ylabel="accuracy (%)", ylim=(-2, 102))
-    ax.grid(alpha=0.3)
-    return f'<div class="plot">{_img(fig, "accuracy against tokens per task")}</div>'
+    def add(key: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                add(f"{key}.{k}" if key else str(k), v)
+        elif key.rpartition(".")[2] not in _UNSHOWN:
+            text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+            flat.setdefault(key, text if len(text) <= 24 else text[:23] + "…")
+
+    add("", manifest.method_config)
+    for name in _SETTINGS:
+        add(name, getattr(manifest, name))
+    return flat
 
 
-_ARROW = (
-    '<defs><marker id="maslab-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-    'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#666"/>'
-    "</marker></defs>"
-)
+def _labels(runs: Sequence[_Run]) -> list[str]:
+    """Each run's label: its method, its model's short name when the runs use several, and,
+    among runs that would share that, the settings in which they differ
+    (``llm_debate (agents=3)``); runs that differ in none are told apart by their directory."""
+    several_models = len({run.manifest.model for run in runs}) > 1
+    bases = [
+        run.manifest.method + (f" · {_short_model(run.manifest.model)}" if several_models else "")
+        for run in runs
+    ]
+    settings = [_settings(run.manifest) for run in runs]
+    labels = []
+    for run, base, own in zip(runs, bases, settings, strict=True):
+        group = [other for b, other in zip(bases, settings, strict=True) if b == base]
+        if len(group) == 1:
+            labels.append(base)
+            continue
+        keys = dict.fromkeys(key for other in group for key in other)
+        differ = [k for k in keys if len({other.get(k, "unset") for other in group}) > 1]
+        shown = ", ".join(f"{k}={own.get(k, 'unset')}" for k in differ) or run.store.dir.name
+        labels.append(f"{base} ({shown})")
+    return labels
 
 
-def _edge(a: tuple[float, float], b: tuple[float, float], r: float, bend: float) -> str:
-    """An arrow from the circle of radius ``r`` at ``a`` to the one at ``b``; ``bend`` > 0
-    curves it to the left (so the two edges between a mutual pair stay apart)."""
-    (ax, ay), (bx, by) = a, b
-    dx, dy = bx - ax, by - ay
-    length = math.hypot(dx, dy) or 1.0
-    nx_, ny_ = -dy / length, dx / length  # the left normal
-    cx, cy = (ax + bx) / 2 + bend * length * nx_, (ay + by) / 2 + bend * length * ny_
-
-    def rim(px: float, py: float, gap: float) -> tuple[float, float]:
-        """Where the edge leaves (or enters) the circle at (px, py): towards the control point."""
-        tx, ty = cx - px, cy - py
-        norm = math.hypot(tx, ty) or 1.0
-        return px + tx / norm * (r + gap), py + ty / norm * (r + gap)
-
-    (sx, sy), (ex, ey) = rim(ax, ay, 0), rim(bx, by, 2)  # the arrowhead ends just outside
+def _badge(run: _Run) -> str:
+    """The run's number with its plot colour and marker."""
     return (
-        f'<path d="M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {ex:.1f},{ey:.1f}" fill="none" '
-        'stroke="#666" stroke-width="1.3" marker-end="url(#maslab-arrow)"/>'
+        f'<span class="num" style="color:{colour(run.number)}">'
+        f"{glyph(run.number)} {run.number}</span>"
     )
 
 
-@lru_cache(maxsize=64)
-def _topology_svg(spec: bytes) -> str:
-    """The topology in ``spec`` (``Topology.to_dict()`` as JSON) drawn as inline SVG.
-
-    A DAG is drawn in layers (topological generations) left to right, anything else on a circle;
-    nodes are sized to fit their labels. No plotting library is involved.
-    """
-    from maslab.topology import Topology
-
-    topology = Topology.from_dict(orjson.loads(spec))
-    graph = topology.graph
-    if not graph:
-        return ""
-    r = max(18.0, 3.3 * max(len(str(n)) for n in graph) + 8)  # radius for 11 px labels
-    margin = 1.6 * r
-    if topology.is_dag():
-        layers = topology.layers()
-        rows = max(map(len, layers))
-        pos = {
-            name: (margin + x * 3.4 * r, margin + (y + (rows - len(layer)) / 2) * 2.6 * r)
-            for x, layer in enumerate(layers)
-            for y, name in enumerate(layer)
-        }
-    else:
-        k = len(graph)
-        ring = max(2.0 * r, 1.4 * r / math.sin(math.pi / max(2, k)))
-        pos = {
-            name: (
-                margin + ring + ring * math.cos(2 * math.pi * i / k - math.pi / 2),
-                margin + ring + ring * math.sin(2 * math.pi * i / k - math.pi / 2),
-            )
-            for i, name in enumerate(graph)
-        }
-    width = max(x for x, _ in pos.values()) + margin
-    height = max(y for _, y in pos.values()) + margin
-    edges = []
-    for u, v in graph.edges:
-        if u == v:  # a loop: a small arc over the node
-            x, y = pos[u]
-            edges.append(
-                f'<path d="M{x - r / 2:.1f},{y - 0.87 * r:.1f} C{x - r:.1f},{y - 2.3 * r:.1f} '
-                f'{x + r:.1f},{y - 2.3 * r:.1f} {x + r / 2:.1f},{y - 0.87 * r:.1f}" fill="none" '
-                'stroke="#666" stroke-width="1.3" marker-end="url(#maslab-arrow)"/>'
-            )
-        else:
-            edges.append(_edge(pos[u], pos[v], r, 0.12 if graph.has_edge(v, u) else 0.0))
-    nodes = "".join(
-        f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" fill="#dbe7f6" stroke="#4a6fa5"/>'
-        f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="middle" dominant-baseline="central" '
-        f'font-size="11">{escape(str(name))}</text>'
-        for name, (x, y) in pos.items()
+def _pictures(runs: Sequence[_Run]) -> str:
+    """The plots that compare the runs, with the key to their numbers beside them."""
+    numbered = [(run.number, run.summary) for run in runs]
+    plots = (
+        cost_accuracy(numbered),
+        pass_at_k(numbered),
+        convergence([(run.number, run.figures.rounds) for run in runs]),
     )
-    title = escape(f"topology {topology.name}".strip())
+    shown = "".join(f'<div class="plot">{plot}</div>' for plot in plots if plot)
+    if not shown:
+        return ""
+    key = "".join(
+        _row((_badge(run), f'<a href="#{run.anchor}">{escape(run.label)}</a>')) for run in runs
+    )
     return (
-        f'<svg class="topology" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'width="{min(width, 1100):.0f}" role="img" aria-label="{title}"><title>{title}</title>'
-        f"{_ARROW}{''.join(edges)}{nodes}</svg>"
+        f'<div class="pictures"><div class="plots">{shown}</div><table class="key">'
+        f'<thead><tr><th colspan="2">Runs</th></tr></thead><tbody>{key}</tbody></table></div>'
     )
 
 
@@ -256,7 +200,7 @@ def _row(cells: Iterable[object], tag: str = "td") -> str:
 
 
 def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
-    head = ("Method", "Benchmark", "Model", "n", "Accuracy [95% CI]", "Unparsed", "Errors")
+    head = ("#", "Method", "Benchmark", "Model", "n", "Accuracy [95% CI]", "Unparsed", "Errors")
     head += ("Tokens / sample", "Spent / sample", "Calls / sample", "Cost / sample")
     rows = []
     for run in runs:
@@ -266,7 +210,8 @@ def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
             _cost(s, prices),
         )  # fmt: skip
         cells = (
-            f'<a href="#{run.anchor}">{escape(m.method)}</a>',
+            _badge(run),
+            f'<a href="#{run.anchor}">{escape(run.label)}</a>',
             escape(m.benchmark),
             escape(_models(m)),
             s.n,
@@ -276,16 +221,81 @@ def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
             *(per_task if s.n else ("—",) * len(per_task)),
         )
         rows.append(_row(cells))
-    return f"<table><thead>{_row(head, 'th')}</thead><tbody>{''.join(rows)}</tbody></table>"
+    return (
+        f'<table class="leaderboard"><thead>{_row(head, "th")}</thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
-def _messages(messages: Sequence[Mapping[str, Any]]) -> str:
+def _agent_shares(agents: Mapping[str, AgentShare]) -> str:
+    """Each agent's share of the run's tokens: a stacked bar and its table, largest first."""
+    total = sum(share.tokens for share in agents.values())
+    if not total:
+        return ""
+    ordered = sorted(agents.items(), key=lambda item: -item[1].tokens)
+    bar, rows = [], []
+    for i, (agent, share) in enumerate(ordered, 1):
+        part = 100 * share.tokens / total
+        swatch = f'<span class="swatch" style="background:{colour(i)}"></span>'
+        bar.append(
+            f'<span style="width:{part:.2f}%;background:{colour(i)}" '
+            f'title="{escape(agent)}: {part:.1f}%"></span>'
+        )
+        cells = (swatch + escape(agent), f"{share.calls:,}", f"{share.tokens:,}", f"{part:.1f}%")
+        rows.append(_row(cells))
+    head = _row(("Agent", "Calls", "Tokens", "Share"), "th")
+    return (
+        f'<h4>Tokens by agent</h4><div class="share">{"".join(bar)}</div>'
+        f'<table class="numbers"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _rounds(rounds: Mapping[int, RoundFigures]) -> str:
+    """Per round: how many samples, how often their agents agree, how often the majority is
+    right; nothing unless the answers span two rounds or more."""
+    if len(rounds) < 2:
+        return ""
+    rows = []
+    for number, f in rounds.items():
+        agree = f"{100 * f.agree / f.panels:.1f}% of {f.panels:,}" if f.panels else "—"
+        rows.append(_row((number, f"{f.samples:,}", agree, f"{100 * f.correct / f.samples:.1f}%")))
+    head = _row(("Round", "Samples", "Agents agree", "Majority answer correct"), "th")
+    return (
+        f'<h4>Rounds</h4><table class="numbers"><thead>{head}</thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _topologies(run: _Run) -> str:
+    """The run's topologies, each drawn once; a sample on another one draws its own."""
+    specs = run.figures.topologies
+    if len(specs) == 1:
+        return f"<h4>Topology</h4>{topology_svg(next(iter(specs)))}"
+    drawn = "".join(
+        f'<figure id="{run.anchor}-topology-{i}">{topology_svg(spec)}'
+        f"<figcaption>topology {i} · {samples:,} samples</figcaption></figure>"
+        for i, (spec, samples) in enumerate(specs.items(), 1)
+    )
+    return f'<h4>Topologies</h4><div class="topologies">{drawn}</div>' if drawn else ""
+
+
+def _tally(finals: Mapping[str, str | None]) -> str:
+    """'42 ×2, 41 ×1; 1 agent gave none': the agents' final answers counted."""
+    counted = ", ".join(f"{answer} ×{count}" for answer, count in vote_tally(finals.values()))
+    missing = sum(answer is None for answer in finals.values())
+    none = f"{missing} agent{'s' if missing > 1 else ''} gave none" if missing else ""
+    return "; ".join(filter(None, (counted, none)))
+
+
+def _messages(messages: Sequence[Mapping[str, Any]], answers: Sequence[str | None] | None) -> str:
     items = []
-    for m in messages:
+    for i, m in enumerate(messages):
+        answer = None if answers is None or i >= len(answers) else answers[i]
         about = [
             None if m.get("round") is None else f"round {m['round']}",
             m.get("kind"),
             "→ " + ", ".join(m["recipients"]) if m.get("recipients") else None,
+            None if answers is None else "no answer" if answer is None else f"answer {answer}",
         ]
         items.append(
             f'<div class="msg"><div class="who"><b>{escape(str(m.get("sender")))}</b> '
@@ -295,7 +305,9 @@ def _messages(messages: Sequence[Mapping[str, Any]]) -> str:
     return "".join(items)
 
 
-def _call(call: Mapping[str, Any]) -> str:
+def _call(call: Mapping[str, Any], known: int = 0) -> str:
+    """One call's details; its first ``known`` messages are said to be its agent's previous
+    call and reply, not shown again."""
     about = [
         str(call.get("agent")),
         None if call.get("round") is None else f"round {call['round']}",
@@ -308,8 +320,13 @@ def _call(call: Mapping[str, Any]) -> str:
     ]
     chat = "".join(
         f"<pre><b>{escape(str(m.get('role')))}</b>\n{escape(str(m.get('content')))}</pre>"
-        for m in call.get("messages") or ()
+        for m in (call.get("messages") or ())[known:]
     )
+    if known:
+        earlier = (
+            f"as the previous call of {call.get('agent')} and its reply ({known} messages), then:"
+        )
+        chat = f'<p class="muted">{escape(earlier)}</p>{chat}'
     response = call.get("response")
     reply = "" if response is None else f"<b>response</b><pre>{escape(response)}</pre>"
     tools = "".join(f"{c['name']}({c['arguments']})\n" for c in call.get("tool_calls") or ())
@@ -319,8 +336,26 @@ def _call(call: Mapping[str, Any]) -> str:
     return f"<details><summary>{title}</summary>{chat}{reply}</details>"
 
 
-def _record(record: ResultRecord, trace: Mapping[str, Any]) -> str:
+def _calls(calls: Sequence[Mapping[str, Any]]) -> str:
+    """Each call's details, a chat that goes on from its agent's previous call and reply
+    showing only what is new."""
+    history: dict[str, list[Any]] = {}  # agent -> its last call's messages and reply
+    shown = []
+    for call in calls:
+        agent, chat = str(call.get("agent")), list(call.get("messages") or ())
+        before = history.get(agent, [])
+        known = len(before) if before and chat[: len(before)] == before else 0
+        shown.append(_call(call, known))
+        reply = call.get("response")
+        history[agent] = [*chat, {"role": "assistant", "content": reply}] if reply else chat
+    return "".join(shown)
+
+
+def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run) -> str:
+    """One sample's drill-down; its topology only by reference when the run's section drew it."""
     score = record.score
+    answers = trace.get("answers")
+    tally = _tally(final_answers(trace)) if answers is not None else None
     verdict = "error" if record.status == "error" else "ok" if record.correct else "bad"
     marks = {"error": "error", "ok": "✓ correct", "bad": "✗ wrong"}
     mark = "∅ unparsed" if record.unparsed else marks[verdict]
@@ -331,6 +366,7 @@ def _record(record: ResultRecord, trace: Mapping[str, Any]) -> str:
         "Extracted": score and score.extracted,
         "Score": score and f"{score.value:g} {score.explanation}".strip(),
         "Error": record.error,
+        "Votes": tally,
     }
     parts = [
         "<dl>"
@@ -340,16 +376,23 @@ def _record(record: ResultRecord, trace: Mapping[str, Any]) -> str:
     if trace.get("prompt") is not None:
         parts.append(f"<h4>Prompt</h4><pre>{escape(str(trace['prompt']))}</pre>")
     if trace.get("topology"):
-        parts.append(f"<h4>Topology</h4>{_topology_svg(orjson.dumps(trace['topology']))}")
+        spec = orjson.dumps(trace["topology"])
+        drawn = list(run.figures.topologies)
+        if spec not in drawn:
+            parts.append(f"<h4>Topology</h4>{topology_svg(spec)}")
+        elif len(drawn) > 1:
+            i = drawn.index(spec) + 1
+            parts.append(f'<p>Topology: <a href="#{run.anchor}-topology-{i}">topology {i}</a></p>')
     if trace.get("messages"):
-        parts.append(f"<h4>Messages</h4>{_messages(trace['messages'])}")
+        parts.append(f"<h4>Messages</h4>{_messages(trace['messages'], answers)}")
     if trace.get("calls"):
-        parts.append(f"<h4>Calls</h4>{''.join(map(_call, trace['calls']))}")
+        parts.append(f"<h4>Calls</h4>{_calls(trace['calls'])}")
     extracted = f" → {escape(score.extracted)}" if score and score.extracted is not None else ""
+    votes = f" · votes {escape(tally)}" if tally else ""
     return (
         f'<details><summary><span class="tag {verdict}">{mark}</span> '
         f"<code>{escape(record.task_id)}</code> "
-        f'<span class="muted">repeat {record.repeat}{extracted}</span></summary>'
+        f'<span class="muted">repeat {record.repeat}{extracted}{votes}</span></summary>'
         f"{''.join(parts)}</details>"
     )
 
@@ -361,8 +404,9 @@ def _models(manifest: Manifest) -> str:
 
 
 def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
-    """The run's section piece by piece: its figures, then the drill-down of each record of
-    its first ``max_tasks`` tasks, whose trace is read only as it is written."""
+    """The run's section piece by piece: its figures (topologies, tokens by agent, rounds),
+    then the drill-down of each record of its first ``max_tasks`` tasks, whose trace is read
+    only as it is written."""
     m, s = run.manifest, run.summary
     tasks = list(dict.fromkeys(r.task_id for r in run.records))
     shown = set(tasks[:max_tasks])
@@ -388,14 +432,15 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
     if len(tasks) > max_tasks:
         about.append(f"showing the first {max_tasks} of {len(tasks)} tasks")
     yield (
-        f'<section id="{run.anchor}"><h2>{escape(m.method)} · {escape(m.benchmark)} '
-        f"({escape(m.split)}) · {escape(_models(m))}</h2>"
+        f'<section id="{run.anchor}"><h2>{_badge(run)} {escape(run.label)} · '
+        f"{escape(m.benchmark)} ({escape(m.split)}) · {escape(_models(m))}</h2>"
         f'<p class="muted">{escape(" · ".join(about))}<br>'
         f"<code>{escape(str(run.store.dir))}</code> · evaluator {escape(m.evaluator)}</p>"
+        f"{_topologies(run)}{_agent_shares(run.figures.agents)}{_rounds(run.figures.rounds)}"
     )
     traces = run.store.traces_of(r.key for r in records)
     for record, (_, trace) in zip(records, traces, strict=True):
-        yield _record(record, trace or {})
+        yield _record(record, trace or {}, run)
     yield "</section>"
 
 
@@ -417,6 +462,10 @@ def build_report(
     """
     loaded = (_load(directory, f"run-{i}") for i, directory in enumerate(run_dirs))
     runs = sorted(loaded, key=lambda run: -run.summary.accuracy)
+    runs = [
+        replace(run, number=number, label=label)
+        for number, (run, label) in enumerate(zip(runs, _labels(runs), strict=True), 1)
+    ]
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.tmp")
@@ -435,7 +484,7 @@ def _page(runs: Sequence[_Run], max_tasks: int, prices: Prices | None) -> Iterat
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>maslab report</title><style>{_CSS}</style></head><body>"
         f'<h1>maslab report</h1><p class="muted">{len(runs)} runs</p>'
-        f"<h2>Leaderboard</h2>{_leaderboard(runs, prices)}{_plot(runs)}"
+        f"<h2>Leaderboard</h2>{_leaderboard(runs, prices)}{_pictures(runs)}"
     )
     for run in runs:
         yield from _section(run, max_tasks, prices)

@@ -111,7 +111,9 @@ def test_report_renders_empty_runs_and_runs_without_traces(tmp_path):
     assert page.count("<details>") == 1
 
 
-def test_the_report_parses_only_the_traces_it_shows(tmp_path, monkeypatch):
+def test_the_report_parses_each_trace_once_for_its_figures_and_the_shown_ones_again(
+    tmp_path, monkeypatch
+):
     run = make_run(tmp_path / "run", "debate", [True, False, True, True, False])
     parsed: list[bytes] = []
     loads = orjson.loads
@@ -124,7 +126,16 @@ def test_the_report_parses_only_the_traces_it_shows(tmp_path, monkeypatch):
     page = build_report([run], tmp_path / "report.html", max_tasks=2).read_text()
     assert page.count("<code>t") == 2 and "showing the first 2 of 5 tasks" in page
     traces = [data for data in parsed if b'"prompt":"What is 1?"' in data]
-    assert [orjson.loads(data)["task_id"] for data in traces] == ["t0", "t1"]
+    # the figures' pass, then the drill-down of the shown tasks only
+    assert [orjson.loads(data)["task_id"] for data in traces] == [
+        "t0",
+        "t1",
+        "t2",
+        "t3",
+        "t4",
+        "t0",
+        "t1",
+    ]
 
 
 def test_importing_the_report_draws_in_no_plotting_library():

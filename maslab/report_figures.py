@@ -1,0 +1,152 @@
+"""What a run's traces add up to, read in one streaming pass for the report's run-level
+pictures: each agent's share of the tokens, per-round agreement and accuracy, and the distinct
+topologies the samples ran on.
+
+Only the running totals are kept (and at most :data:`MAX_TOPOLOGIES` topologies), so memory
+does not grow with the run. Answers come from a trace's ``answers`` (one extracted answer per
+message); traces without it add nothing to the rounds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from maslab.answers import normalize_answer
+from maslab.results import ResultRecord, RunStore
+
+MAX_TOPOLOGIES = 6
+"""The most distinct topologies a run's section draws; a sample on another one draws its own."""
+
+_GOLD_TYPES = ("number", "math", "choice", "text")
+
+
+@dataclass
+class AgentShare:
+    """One agent's model calls in a run and the tokens they used (prompt and completion,
+    spent or replayed from the cache)."""
+
+    calls: int = 0
+    tokens: int = 0
+
+
+@dataclass
+class RoundFigures:
+    """One round over a run's samples: ``samples`` had an answering agent in it, ``correct``
+    of them a right majority answer; ``panels`` had two or more answering agents, ``agree`` of
+    them all with the same answer."""
+
+    samples: int = 0
+    correct: int = 0
+    panels: int = 0
+    agree: int = 0
+
+
+@dataclass
+class TraceFigures:
+    """A run's traces in aggregate (see the module docstring)."""
+
+    agents: dict[str, AgentShare] = field(default_factory=dict)
+    rounds: dict[int, RoundFigures] = field(default_factory=dict)
+    topologies: dict[bytes, int] = field(default_factory=dict)
+    """A topology (as its JSON) -> how many samples ran on it; the first few distinct only."""
+
+    @property
+    def round_based(self) -> bool:
+        """Whether the samples' answers span two or more rounds."""
+        return len(self.rounds) > 1
+
+    def add(self, record: ResultRecord, trace: Mapping[str, Any]) -> None:
+        for call in trace.get("calls") or ():
+            if call.get("purpose", "method") != "method":
+                continue  # an evaluator's judge is no agent of the method
+            share = self.agents.setdefault(str(call.get("agent")), AgentShare())
+            share.calls += 1
+            share.tokens += call.get("prompt_tokens", 0) + call.get("completion_tokens", 0)
+        if trace.get("topology"):
+            spec = orjson.dumps(trace["topology"])
+            if spec in self.topologies or len(self.topologies) < MAX_TOPOLOGIES:
+                self.topologies[spec] = self.topologies.get(spec, 0) + 1
+        if "answers" in trace:
+            self._add_rounds(record, trace)
+
+    def _add_rounds(self, record: ResultRecord, trace: Mapping[str, Any]) -> None:
+        final = final_answer(record, trace)
+        gold = _gold_keys(record.gold)
+        for number, agents in round_answers(trace).items():
+            answers = list(agents.values())
+            figures = self.rounds.setdefault(number, RoundFigures())
+            figures.samples += 1
+            tally = vote_tally(answers)
+            if tally and _right(tally[0][0], final, record, gold):
+                figures.correct += 1
+            if len(answers) > 1:
+                figures.panels += 1
+                figures.agree += int(None not in answers and len(set(answers)) == 1)
+
+
+def trace_figures(store: RunStore, records: Sequence[ResultRecord]) -> TraceFigures:
+    """The figures of ``records``' traces, read one at a time in the order they lie on disk."""
+    figures = TraceFigures()
+    index = store.index()
+    by_key = {r.key: r for r in records}
+    keys = sorted((key for key in by_key if key in index), key=index.__getitem__)
+    for key, trace in store.traces_of(keys, index):
+        if trace is not None:
+            figures.add(by_key[key], trace)
+    return figures
+
+
+def round_answers(trace: Mapping[str, Any]) -> dict[int, dict[str, str | None]]:
+    """Round -> agent -> the answer of its last message in that round (messages without a
+    round are left out)."""
+    rounds: dict[int, dict[str, str | None]] = {}
+    for message, answer in zip(trace["messages"], trace["answers"], strict=False):
+        if message.get("round") is not None:
+            rounds.setdefault(message["round"], {})[str(message.get("sender"))] = answer
+    return dict(sorted(rounds.items()))
+
+
+def final_answers(trace: Mapping[str, Any]) -> dict[str, str | None]:
+    """Agent -> the answer of its last message."""
+    return {
+        str(message.get("sender")): answer
+        for message, answer in zip(trace["messages"], trace["answers"], strict=False)
+    }
+
+
+def vote_tally(answers: Iterable[str | None]) -> list[tuple[str, int]]:
+    """Each answer given (None left out) with its count, the commonest first, ties in order of
+    first appearance."""
+    return Counter(a for a in answers if a is not None).most_common()
+
+
+def final_answer(record: ResultRecord, trace: Mapping[str, Any]) -> str | None:
+    """The answer extracted from the message the sample's answer is, if it is one."""
+    found = None
+    for message, answer in zip(trace["messages"], trace["answers"], strict=False):
+        if record.answer is not None and message.get("content") == record.answer:
+            found = answer
+    return found
+
+
+def _gold_keys(gold: str | None) -> set[str]:
+    """The gold answer normalised as each answer type would normalise it."""
+    return set() if gold is None else {normalize_answer(gold, t) for t in _GOLD_TYPES}
+
+
+def _right(answer: str, final: str | None, record: ResultRecord, gold: set[str]) -> bool:
+    """Whether ``answer`` is right: as the sample was scored when it is the sample's own
+    ``final`` answer; wrong when that final answer was scored right and this differs; else
+    when it equals the gold answer normalised (so evaluators' finer equivalences, such as
+    math-verify's, count only through the sample's own verdict)."""
+    if final is not None:
+        if answer == final:
+            return record.correct
+        if record.correct:
+            return False
+    return answer in gold

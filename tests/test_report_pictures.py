@@ -1,0 +1,270 @@
+"""The report's pictures: variant labels, the numbered cost plot and its key, tokens by agent,
+pass@k, per-round convergence, vote tallies and topologies drawn once per run."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+from maslab.evaluation import Score
+from maslab.report import build_report
+from maslab.report_figures import MAX_TOPOLOGIES
+from maslab.report_plots import place_numbers
+from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.topology import Topology
+
+DEBATE = {"agents": 2, "rounds": 2, "aggregate": "majority"}
+AGENTS = ("a", "b")
+
+# Per sample: each round's replies, one per agent (a, b). The last reply is the answer.
+AGREE_LATE = [["The answer is 1.", "I get 2."], ["Still 1.", "You are right: 1."]]
+TALKED_OUT = [["It is 1.", "1 it is."], ["On reflection, 3.", "Yes, 3."]]
+
+
+def _key(reply: str) -> str | None:
+    """What the scripted extraction makes of a reply: its last digit."""
+    digits = re.findall(r"\d", reply)
+    return digits[-1] if digits else None
+
+
+def make_run(
+    directory: Path,
+    method: str = "llm_debate",
+    config: dict[str, Any] | None = None,
+    *,
+    samples: Sequence[list[list[str]]] = (AGREE_LATE, TALKED_OUT),
+    repeats: int = 1,
+    model: str = "gpt-x",
+    answers: bool = True,
+    topologies: Sequence[Topology] = (),
+) -> Path:
+    """A run of one scripted debate per sample (each repeated ``repeats`` times), gold "1";
+    its traces hold ``answers`` unless told not to, and sample i ran on ``topologies[i]``
+    (by default all on one complete graph)."""
+    store = RunStore(directory)
+    manifest = Manifest(
+        method=method, method_config=DEBATE if config is None else config, benchmark="arith",
+        model=model, evaluator="numeric", repeats=repeats,
+    )  # fmt: skip
+    store.open(manifest)
+    for (i, rounds), repeat in itertools.product(enumerate(samples), range(repeats)):
+        messages = [
+            {"sender": agent, "content": reply, "round": r, "kind": "message"}
+            for r, replies in enumerate(rounds)
+            for agent, reply in zip(AGENTS, replies, strict=True)
+        ]
+        final = messages[-1]["content"]
+        correct = _key(final) == "1" and repeat != 1  # repeat 1 always fails
+        calls = [
+            {"agent": m["sender"], "round": m["round"], "prompt_tokens": 100 if m["sender"] == "a"
+             else 50, "completion_tokens": 50 if m["sender"] == "a" else 0, "purpose": "method"}
+            for m in messages
+        ]  # fmt: skip
+        calls.append({"agent": "judge", "prompt_tokens": 999, "purpose": "scoring"})
+        topology = topologies[i] if topologies else Topology.complete(list(AGENTS))
+        trace: dict[str, Any] = {
+            "task_id": f"t{i}", "repeat": repeat, "prompt": "1?", "calls": calls,
+            "messages": messages, "topology": topology.to_dict(),
+        }  # fmt: skip
+        if answers:
+            trace["answers"] = [_key(m["content"]) for m in messages]
+        score = Score(value=float(correct), correct=correct, extracted=_key(final), explanation="")
+        usage = {"calls": len(messages), "prompt_tokens": 300, "completion_tokens": 100}
+        record = ResultRecord(
+            task_id=f"t{i}", repeat=repeat, status="ok", answer=final, gold="1", score=score,
+            usage=usage, usage_by_model={model: usage},
+        )  # fmt: skip
+        store.append(record, trace)
+    store.close()
+    return directory
+
+
+def tbody(page: str, table_class: str) -> list[list[str]]:
+    """The text of each cell of each body row of the first table of ``table_class``."""
+    table = page.split(f'<table class="{table_class}">', 1)[1]
+    body = table.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    rows = re.findall(r"<tr>.*?</tr>", body)
+    return [[text(cell) for cell in re.findall(r"<td>(.*?)</td>", row)] for row in rows]
+
+
+def text(html: str) -> str:
+    return unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def section(page: str, number: int) -> str:
+    return page.split(f'<section id="run-{number}">', 1)[1].split("</section>", 1)[0]
+
+
+def test_labels_tell_two_llm_debate_runs_apart_by_the_keys_that_differ(tmp_path):
+    three = make_run(tmp_path / "three", config={**DEBATE, "agents": 3})
+    five = make_run(tmp_path / "five", config={**DEBATE, "agents": 5})
+    solo = make_run(tmp_path / "solo", "vanilla", {})
+    page = build_report([three, five, solo], tmp_path / "report.html").read_text()
+    methods = sorted(row[1] for row in tbody(page, "leaderboard"))
+    assert methods == ["llm_debate (agents=3)", "llm_debate (agents=5)", "vanilla"]
+    # rounds and aggregate are the same in both debates: not shown
+    assert sorted(label for _, label in tbody(page, "key")) == methods
+    assert "llm_debate (agents=5) · arith" in text(page)  # the run's section heading
+
+
+def test_labels_name_the_model_when_the_runs_use_several_and_the_directory_as_a_last_resort(
+    tmp_path,
+):
+    runs = [
+        make_run(tmp_path / "x1", model="openai:gpt-x@http://h/v1"),
+        make_run(tmp_path / "y", model="openai:gpt-y"),
+        make_run(tmp_path / "x2", model="openai:gpt-x@http://h/v1"),
+        make_run(tmp_path / "cold", model="openai:gpt-y", config={**DEBATE, "rounds": 3}),
+    ]
+    page = build_report(runs, tmp_path / "report.html").read_text()
+    assert sorted(label for _, label in tbody(page, "key")) == [
+        "llm_debate · gpt-x (x1)",
+        "llm_debate · gpt-x (x2)",
+        "llm_debate · gpt-y (rounds=2)",
+        "llm_debate · gpt-y (rounds=3)",
+    ]
+
+
+def test_a_cost_plot_of_seventeen_runs_numbers_its_points_and_keys_them_beside_it(tmp_path):
+    runs = [
+        make_run(tmp_path / f"run{i}", config={**DEBATE, "agents": i}, samples=[AGREE_LATE] * i)
+        for i in range(2, 19)
+    ]
+    page = build_report(runs, tmp_path / "report.html").read_text()
+    pictures = page.split('<div class="pictures">', 1)[1]
+    assert pictures.count('alt="accuracy against tokens per sample') == 1
+    key = tbody(pictures, "key")
+    assert [number.split(" ")[1] for number, _ in key] == [str(n) for n in range(1, 18)]
+    assert sorted(label for _, label in key) == sorted(
+        f"llm_debate (agents={i})" for i in range(2, 19)
+    )
+    assert [row[:2] for row in tbody(page, "leaderboard")] == key  # the same numbers and labels
+
+
+def test_numbers_of_crowded_points_are_placed_apart_and_clear_of_the_points():
+    anchors = [(100 + 3 * (i % 4), 100 + 2 * (i // 4)) for i in range(16)]
+    texts = [str(n) for n in range(1, 17)]
+    markers = [(x - 4, y - 4, x + 4, y + 4) for x, y in anchors]
+    bounds = (0.0, 0.0, 400.0, 300.0)
+    offsets = place_numbers(anchors, texts, markers, bounds)
+
+    def box(i: int) -> tuple[float, float, float, float]:
+        (x, y), (dx, dy) = anchors[i], offsets[i]
+        half_w, half_h = 2.5 * len(texts[i]), 4.0  # at least the size of the digits
+        return (x + dx - half_w, y + dy - half_h, x + dx + half_w, y + dy + half_h)
+
+    def overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+    boxes = [box(i) for i in range(16)]
+    for a, b in itertools.combinations(boxes, 2):
+        assert not overlap(a, b)
+    assert not any(overlap(a, m) for a in boxes for m in markers)
+
+
+def test_each_run_shows_its_agents_share_of_the_tokens(tmp_path):
+    run = make_run(tmp_path / "run")
+    page = build_report([run], tmp_path / "report.html").read_text()
+    # a: 4 calls × 150 tokens, b: 4 × 50; the evaluator's judge is no agent of the method
+    assert tbody(page, "numbers") == [["a", "4", "600", "75.0%"], ["b", "4", "200", "25.0%"]]
+    assert 'title="a: 75.0%"' in page
+
+
+def test_pass_at_k_is_drawn_for_runs_with_repeats_only(tmp_path):
+    once = make_run(tmp_path / "once")
+    page = build_report([once], tmp_path / "once.html").read_text()
+    assert "pass@k" not in page
+    thrice = make_run(tmp_path / "thrice", repeats=3)
+    page = build_report([once, thrice], tmp_path / "both.html").read_text()
+    assert page.count('alt="pass@k against k') == 1
+    assert "pass@3 50.0%" in page  # t0 right in 2 of 3 repeats, t1 in none
+
+
+def test_round_based_runs_show_per_round_agreement_and_majority_accuracy(tmp_path):
+    run = make_run(tmp_path / "run")
+    page = build_report([run], tmp_path / "report.html").read_text()
+    assert page.count('alt="per round: how often the agents agree') == 1
+    rounds = page.split("<h4>Rounds</h4>", 1)[1]
+    # round 0: t0 splits (1 vs 2; the tie goes to the first, 1: right), t1 agrees on 1 (right,
+    # though the sample ends wrong); round 1: both agree, t0 on 1 (right), t1 on 3 (wrong)
+    assert tbody(rounds, "numbers") == [
+        ["0", "2", "50.0% of 2", "100.0%"],
+        ["1", "2", "100.0% of 2", "50.0%"],
+    ]
+
+
+def test_runs_without_answers_or_rounds_draw_no_convergence(tmp_path):
+    bare = make_run(tmp_path / "bare", answers=False)
+    one_round = make_run(tmp_path / "one", samples=[AGREE_LATE[:1]])
+    page = build_report([bare, one_round], tmp_path / "report.html").read_text()
+    assert "per round" not in page and "<h4>Rounds</h4>" not in page
+    assert "votes" not in section(page, 0) and "answer 1" not in section(page, 0)
+
+
+def test_each_transcript_shows_the_vote_tally_and_each_agents_answer(tmp_path):
+    run = make_run(tmp_path / "run", samples=[[["1", "2"], ["I say 3", "no idea"]]])
+    page = build_report([run], tmp_path / "report.html").read_text()
+    assert "<dt>Votes</dt><dd>3 ×1; 1 agent gave none</dd>" in page
+    assert "votes 3 ×1; 1 agent gave none</span>" in page  # in the sample's summary line
+    whos = [text(who) for who in re.findall(r'<div class="who">.*?</div>', page)]
+    assert whos == [
+        "a round 0 · message · answer 1",
+        "b round 0 · message · answer 2",
+        "a round 1 · message · answer 3",
+        "b round 1 · message · no answer",
+    ]
+
+
+def test_the_topology_is_drawn_once_per_run_not_in_every_task(tmp_path):
+    run = make_run(tmp_path / "run", samples=[AGREE_LATE] * 5)
+    page = build_report([run], tmp_path / "report.html").read_text()
+    assert page.count("<svg") == 1 and page.count("<circle") == 2
+    assert page.index("<svg") < page.index("<details>")  # in the run's section, above its tasks
+
+
+def test_a_run_on_several_topologies_draws_each_once_and_tasks_point_to_theirs(tmp_path):
+    names = list(AGENTS)
+    several = [Topology.complete(names), Topology.chain(names), Topology.complete(names)]
+    run = make_run(tmp_path / "run", samples=[AGREE_LATE] * 3, topologies=several)
+    page = build_report([run], tmp_path / "report.html").read_text()
+    assert page.count("<svg") == 2
+    assert "topology 1 · 2 samples" in page and "topology 2 · 1 samples" in page
+    links = re.findall(r'<a href="#run-0-topology-(\d)">', page)
+    assert links == ["1", "2", "1"]
+
+
+def test_samples_beyond_the_drawn_topologies_draw_their_own(tmp_path):
+    chains = [Topology.chain([f"n{j}" for j in range(i + 1)]) for i in range(MAX_TOPOLOGIES + 2)]
+    run = make_run(tmp_path / "run", samples=[AGREE_LATE] * len(chains), topologies=chains)
+    page = build_report([run], tmp_path / "report.html").read_text()
+    assert page.count("<figure") == MAX_TOPOLOGIES
+    assert page.count("<svg") == MAX_TOPOLOGIES + 2  # the last two, in their tasks
+
+
+def test_a_call_that_goes_on_from_its_agents_previous_call_shows_only_what_is_new():
+    from maslab.report import _calls
+
+    question = {"role": "user", "content": "Q?"}
+    calls = [
+        {"agent": "a", "messages": [question], "response": "R0"},
+        {"agent": "b", "messages": [question], "response": "S0"},
+        {
+            "agent": "a",
+            "response": "R1",
+            "messages": [
+                question,
+                {"role": "assistant", "content": "R0"},
+                {"role": "user", "content": "NEW"},
+            ],
+        },
+        {"agent": "b", "messages": [{"role": "user", "content": "Q, again?"}], "response": "S1"},
+    ]
+    first_a, first_b, second_a, second_b = _calls(calls).split("</details>")[:4]
+    assert "Q?" in first_a and "Q?" in first_b
+    assert "as the previous call of a and its reply (2 messages), then:" in second_a
+    assert "Q?" not in second_a and "R0" not in second_a and "NEW" in second_a
+    assert "previous call" not in second_b and "Q, again?" in second_b
