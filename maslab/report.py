@@ -19,14 +19,8 @@ from typing import Any
 
 import orjson
 
-from maslab.report_figures import (
-    AgentShare,
-    RoundFigures,
-    TraceFigures,
-    final_answers,
-    trace_figures,
-    vote_tally,
-)
+from maslab import trajectory
+from maslab.report_figures import AgentShare, RoundFigures, TraceFigures, trace_figures
 from maslab.report_plots import colour, convergence, cost_accuracy, glyph, pass_at_k
 from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.roles import describe_model_roles
@@ -279,10 +273,12 @@ def _topologies(run: _Run) -> str:
     return f'<h4>Topologies</h4><div class="topologies">{drawn}</div>' if drawn else ""
 
 
-def _tally(finals: Mapping[str, str | None]) -> str:
-    """'42 ×2, 41 ×1; 1 agent gave none': the agents' final answers counted."""
-    counted = ", ".join(f"{answer} ×{count}" for answer, count in vote_tally(finals.values()))
-    missing = sum(answer is None for answer in finals.values())
+def _tally(trace: Mapping[str, Any]) -> str:
+    """'42 ×2, 41 ×1; 1 agent gave none': the answers of the agents in the last round."""
+    rounds = trajectory.round_answers(trace)
+    finals = list(rounds[max(rounds)].values()) if rounds else []
+    counted = ", ".join(f"{a} ×{count}" for a, count in trajectory.vote_tally(finals))
+    missing = finals.count(None)
     none = f"{missing} agent{'s' if missing > 1 else ''} gave none" if missing else ""
     return "; ".join(filter(None, (counted, none)))
 
@@ -355,7 +351,7 @@ def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run) -> str:
     """One sample's drill-down; its topology only by reference when the run's section drew it."""
     score = record.score
     answers = trace.get("answers")
-    tally = _tally(final_answers(trace)) if answers is not None else None
+    tally = _tally(trace) if trajectory.has_answers(trace) else None
     verdict = "error" if record.status == "error" else "ok" if record.correct else "bad"
     marks = {"error": "error", "ok": "✓ correct", "bad": "✗ wrong"}
     mark = "∅ unparsed" if record.unparsed else marks[verdict]

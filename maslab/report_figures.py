@@ -3,14 +3,14 @@ pictures: each agent's share of the tokens, per-round agreement and accuracy, an
 topologies the samples ran on.
 
 Only the running totals are kept (and at most :data:`MAX_TOPOLOGIES` topologies), so memory
-does not grow with the run. Answers come from a trace's ``answers`` (one extracted answer per
-message); traces without it add nothing to the rounds.
+does not grow with the run. Answers are the agents' as :mod:`maslab.trajectory` reads them from
+a trace's ``answers`` (one extracted answer per message); traces without it add nothing to the
+rounds.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ import orjson
 
 from maslab.answers import normalize_answer
 from maslab.results import ResultRecord, RunStore
+from maslab.trajectory import final_answer, round_answers, vote_tally
 
 MAX_TOPOLOGIES = 6
 """The most distinct topologies a run's section draws; a sample on another one draws its own."""
@@ -75,7 +76,7 @@ class TraceFigures:
             self._add_rounds(record, trace)
 
     def _add_rounds(self, record: ResultRecord, trace: Mapping[str, Any]) -> None:
-        final = final_answer(record, trace)
+        final = final_answer(trace, record.answer)
         gold = _gold_keys(record.gold)
         for number, agents in round_answers(trace).items():
             answers = list(agents.values())
@@ -99,39 +100,6 @@ def trace_figures(store: RunStore, records: Sequence[ResultRecord]) -> TraceFigu
         if trace is not None:
             figures.add(by_key[key], trace)
     return figures
-
-
-def round_answers(trace: Mapping[str, Any]) -> dict[int, dict[str, str | None]]:
-    """Round -> agent -> the answer of its last message in that round (messages without a
-    round are left out)."""
-    rounds: dict[int, dict[str, str | None]] = {}
-    for message, answer in zip(trace["messages"], trace["answers"], strict=False):
-        if message.get("round") is not None:
-            rounds.setdefault(message["round"], {})[str(message.get("sender"))] = answer
-    return dict(sorted(rounds.items()))
-
-
-def final_answers(trace: Mapping[str, Any]) -> dict[str, str | None]:
-    """Agent -> the answer of its last message."""
-    return {
-        str(message.get("sender")): answer
-        for message, answer in zip(trace["messages"], trace["answers"], strict=False)
-    }
-
-
-def vote_tally(answers: Iterable[str | None]) -> list[tuple[str, int]]:
-    """Each answer given (None left out) with its count, the commonest first, ties in order of
-    first appearance."""
-    return Counter(a for a in answers if a is not None).most_common()
-
-
-def final_answer(record: ResultRecord, trace: Mapping[str, Any]) -> str | None:
-    """The answer extracted from the message the sample's answer is, if it is one."""
-    found = None
-    for message, answer in zip(trace["messages"], trace["answers"], strict=False):
-        if record.answer is not None and message.get("content") == record.answer:
-            found = answer
-    return found
 
 
 def _gold_keys(gold: str | None) -> set[str]:
