@@ -123,8 +123,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         rows = _model_rows(args.endpoints)
     table = Table(show_header=False, box=None)
-    for _ in range(3):  # a word wider than its column folds onto the next line, never cut short
-        table.add_column(overflow="fold")
+    table.add_column(no_wrap=True)  # names and origins stay whole, on one line
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")  # a word wider than the column folds, never cut short
     for name, source, text in rows:
         where = source if isinstance(source, str) else origin(source)
         table.add_row(f"[bold]{escape(name)}[/]", f"[dim]{escape(where)}[/]", escape(text))
