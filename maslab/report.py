@@ -1,12 +1,12 @@
-"""One self-contained HTML page over run directories: leaderboard, plots, each run's figures
-and per-task drill-down.
+"""One self-contained HTML page over run directories: leaderboard, plots, each run's figures,
+triage (:mod:`maslab.report_triage`) and per-task drill-down.
 
 Styles are inline, the plots (:mod:`maslab.report_plots`) are base64 PNGs and topologies are
-inline SVG, so the page loads nothing from the network. Every string that came from a model, a
-dataset or a manifest is HTML-escaped. A run's traces are read twice, one at a time: once
-through for its figures (:mod:`maslab.report_figures`: running totals only), then each shown
-sample's as its drill-down is written, so no run's traces are held at once; matplotlib is
-imported only when a plot is drawn.
+inline SVG, so the page loads nothing from the network; it holds no script. Every string that
+came from a model, a dataset or a manifest is HTML-escaped. A run's traces are read twice, one
+at a time: once through for its figures (:mod:`maslab.report_figures`: running totals, and the
+signals of records stored without them), then each shown sample's as its drill-down is
+written, so no run's traces are held at once; matplotlib is imported only when a plot is drawn.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 
 import orjson
 
-from maslab import trajectory
+from maslab import report_triage, trajectory
 from maslab.report_figures import AgentShare, RoundFigures, TraceFigures, trace_figures
 from maslab.report_plots import colour, convergence, cost_accuracy, glyph, pass_at_k
+from maslab.report_triage import Triage
 from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.roles import describe_model_roles
 from maslab.secrets import redact
@@ -77,19 +78,22 @@ class _Run:
     records: list[ResultRecord]
     summary: Summary
     figures: TraceFigures
+    triage: Triage
     number: int = 0
     """Its row in the leaderboard, and its mark in the plots."""
     label: str = ""
 
 
 def _load(directory: str | Path, anchor: str) -> _Run:
-    """A run's manifest, records, summary and trace figures; its traces are read one at a time."""
+    """A run's manifest, records, summary, trace figures and triage; its traces are read one at
+    a time."""
     store = RunStore(directory)
     records, superseded = store.records()
     records.sort(key=lambda r: r.key)
     summary = summarize(records, superseded=superseded, optimization=store.optimizations())
     figures = trace_figures(store, records)
-    return _Run(store, anchor, store.manifest(), records, summary, figures)
+    triage = report_triage.triage(records, figures.signals)
+    return _Run(store, anchor, store.manifest(), records, summary, figures, triage)
 
 
 def _short_model(spec: str) -> str:
@@ -347,8 +351,10 @@ def _calls(calls: Sequence[Mapping[str, Any]]) -> str:
     return "".join(shown)
 
 
-def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run) -> str:
-    """One sample's drill-down; its topology only by reference when the run's section drew it."""
+def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run, target: str) -> str:
+    """One sample's drill-down, with the signals that fired on it; its topology only by
+    reference when the run's section drew it. A link to ``target`` (an element at the top of
+    its content) opens it."""
     score = record.score
     answers = trace.get("answers")
     tally = _tally(trace) if trajectory.has_answers(trace) else None
@@ -385,10 +391,12 @@ def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run) -> str:
         parts.append(f"<h4>Calls</h4>{_calls(trace['calls'])}")
     extracted = f" → {escape(score.extracted)}" if score and score.extracted is not None else ""
     votes = f" · votes {escape(tally)}" if tally else ""
+    fired = run.triage.fired.get(record.key, {})
     return (
-        f'<details><summary><span class="tag {verdict}">{mark}</span> '
-        f"<code>{escape(record.task_id)}</code> "
-        f'<span class="muted">repeat {record.repeat}{extracted}{votes}</span></summary>'
+        f"<details{report_triage.attributes(fired)}><summary>"
+        f'<span class="tag {verdict}">{mark}</span> <code>{escape(record.task_id)}</code> '
+        f'<span class="muted">repeat {record.repeat}{extracted}{votes}</span>'
+        f'{report_triage.badges(fired)}</summary><span class="target" id="{target}"></span>'
         f"{''.join(parts)}</details>"
     )
 
@@ -399,14 +407,25 @@ def _models(manifest: Manifest) -> str:
     return f"{manifest.model} ({roles})" if roles else manifest.model
 
 
-def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
-    """The run's section piece by piece: its figures (topologies, tokens by agent, rounds),
-    then the drill-down of each record of its first ``max_tasks`` tasks, whose trace is read
-    only as it is written."""
-    m, s = run.manifest, run.summary
-    tasks = list(dict.fromkeys(r.task_id for r in run.records))
+def _shown(run: _Run, max_tasks: int) -> tuple[list[ResultRecord], int]:
+    """The records the drill-down shows, and the run's number of tasks. It shows every record of
+    ``max_tasks`` tasks (the tasks of the ranked samples first, then the others in task order):
+    the ranked samples first, the most flagged first, then the rest by task and repeat."""
+    ranked = [f.record for f in run.triage.ranked]
+    tasks = list(dict.fromkeys(r.task_id for r in (*ranked, *run.records)))
     shown = set(tasks[:max_tasks])
+    place = {r.key: i for i, r in enumerate(ranked)}
     records = [r for r in run.records if r.task_id in shown]
+    records.sort(key=lambda r: place.get(r.key, len(place)))  # stable: task order otherwise
+    return records, len(tasks)
+
+
+def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
+    """The run's section piece by piece: its figures (topologies, tokens by agent, rounds), its
+    triage, then the drill-down of each shown record (:func:`_shown`) under the signal filter,
+    each one's trace read only as it is written."""
+    m, s = run.manifest, run.summary
+    records, tasks = _shown(run, max_tasks)
     about = [
         s.design if s.n else "no results",
         f"accuracy {_accuracy(s)}",
@@ -425,8 +444,9 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
     if errors := s.describe_errors():
         about.append(f"errors: {errors}")
     about.extend(m.describe_caps())
-    if len(tasks) > max_tasks:
-        about.append(f"showing the first {max_tasks} of {len(tasks)} tasks")
+    if tasks > max_tasks:
+        flagged = ", those of flagged samples first" if run.triage.ranked else ""
+        about.append(f"showing {max_tasks} of {tasks} tasks{flagged}")
     yield (
         f'<section id="{run.anchor}"><h2>{_badge(run)} {escape(run.label)} · '
         f"{escape(m.benchmark)} ({escape(m.split)}) · {escape(_models(m))}</h2>"
@@ -434,9 +454,19 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
         f"<code>{escape(str(run.store.dir))}</code> · evaluator {escape(m.evaluator)}</p>"
         f"{_topologies(run)}{_agent_shares(run.figures.agents)}{_rounds(run.figures.rounds)}"
     )
+    targets = {r.key: f"{run.anchor}-sample-{i}" for i, r in enumerate(records)}
+    if run.records:
+        yield report_triage.part(run.triage, targets)
+    if records:
+        order = "in task order"
+        if run.triage.ranked:
+            order = f"flagged first, the most signals first; then the others {order}"
+        fired = [run.triage.fired.get(r.key, {}) for r in records]
+        chooser = report_triage.chooser(run.anchor, fired)
+        yield f'<h4>Samples</h4><p class="muted">{order}</p>{chooser}'
     traces = run.store.traces_of(r.key for r in records)
     for record, (_, trace) in zip(records, traces, strict=True):
-        yield _record(record, trace or {}, run)
+        yield _record(record, trace or {}, run, targets[record.key])
     yield "</section>"
 
 
@@ -478,7 +508,7 @@ def build_report(
 def _page(runs: Sequence[_Run], max_tasks: int, prices: Prices | None) -> Iterator[str]:
     yield (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>maslab report</title><style>{_CSS}</style></head><body>"
+        f"<title>maslab report</title><style>{_CSS}{report_triage.CSS}</style></head><body>"
         f'<h1>maslab report</h1><p class="muted">{len(runs)} runs</p>'
         f"<h2>Leaderboard</h2>{_leaderboard(runs, prices)}{_pictures(runs)}"
     )

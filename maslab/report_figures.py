@@ -1,11 +1,11 @@
 """What a run's traces add up to, read in one streaming pass for the report's run-level
-pictures: each agent's share of the tokens, per-round agreement and accuracy, and the distinct
-topologies the samples ran on.
+pictures: each agent's share of the tokens, per-round agreement and accuracy, the distinct
+topologies the samples ran on, and the triage signals of records stored without them.
 
-Only the running totals are kept (and at most :data:`MAX_TOPOLOGIES` topologies), so memory
-does not grow with the run. Answers are the agents' as :mod:`maslab.trajectory` reads them from
-a trace's ``answers`` (one extracted answer per message); traces without it add nothing to the
-rounds.
+Only the running totals are kept (and at most :data:`MAX_TOPOLOGIES` topologies), besides an
+old record's signals (the few numbers a newer record stores itself), so no trace is held.
+Answers are the agents' as :mod:`maslab.trajectory` reads them from a trace's ``answers`` (one
+extracted answer per message); traces without it add nothing to the rounds.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import Any
 import orjson
 
 from maslab.answers import normalize_answer
-from maslab.results import ResultRecord, RunStore
+from maslab.results import Key, ResultRecord, RunStore
 from maslab.trajectory import final_answer, round_answers, vote_tally
+from maslab.triage import sample_signals
 
 MAX_TOPOLOGIES = 6
 """The most distinct topologies a run's section draws; a sample on another one draws its own."""
@@ -55,13 +56,21 @@ class TraceFigures:
     rounds: dict[int, RoundFigures] = field(default_factory=dict)
     topologies: dict[bytes, int] = field(default_factory=dict)
     """A topology (as its JSON) -> how many samples ran on it; the first few distinct only."""
+    signals: dict[Key, dict[str, float]] = field(default_factory=dict)
+    """The triage signals of the records stored without them (recorded before signals were),
+    computed from their traces as ``maslab triage`` computes them."""
 
     @property
     def round_based(self) -> bool:
         """Whether the samples' answers span two or more rounds."""
         return len(self.rounds) > 1
 
-    def add(self, record: ResultRecord, trace: Mapping[str, Any]) -> None:
+    def add(self, record: ResultRecord, trace: Mapping[str, Any] | None) -> None:
+        """Count in ``record`` and its trace (None: it has none)."""
+        if not record.signals:
+            self.signals[record.key] = sample_signals(record, trace)
+        if trace is None:
+            return
         for call in trace.get("calls") or ():
             if call.get("purpose", "method") != "method":
                 continue  # an evaluator's judge is no agent of the method
@@ -91,14 +100,17 @@ class TraceFigures:
 
 
 def trace_figures(store: RunStore, records: Sequence[ResultRecord]) -> TraceFigures:
-    """The figures of ``records``' traces, read one at a time in the order they lie on disk."""
+    """The figures of ``records``' traces, read one at a time in the order they lie on disk
+    (then those of the records without a trace)."""
     figures = TraceFigures()
     index = store.index()
     by_key = {r.key: r for r in records}
     keys = sorted((key for key in by_key if key in index), key=index.__getitem__)
     for key, trace in store.traces_of(keys, index):
-        if trace is not None:
-            figures.add(by_key[key], trace)
+        figures.add(by_key[key], trace)
+    for record in records:
+        if record.key not in index:
+            figures.add(record, None)
     return figures
 
 

@@ -107,8 +107,8 @@ def test_report_renders_empty_runs_and_runs_without_traces(tmp_path):
     rows = leaderboard_rows(page)
     assert "bare" in rows[0] and "50.0%" in rows[0]
     assert "empty" in rows[1] and "—" in rows[1]
-    assert "showing the first 1 of 2 tasks" in page
-    assert page.count("<details>") == 1
+    assert "showing 1 of 2 tasks" in page
+    assert page.count('<details class="sample"') == 1
 
 
 def test_the_report_parses_each_trace_once_for_its_figures_and_the_shown_ones_again(
@@ -124,7 +124,7 @@ def test_the_report_parses_each_trace_once_for_its_figures_and_the_shown_ones_ag
 
     monkeypatch.setattr(orjson, "loads", spy)
     page = build_report([run], tmp_path / "report.html", max_tasks=2).read_text()
-    assert page.count("<code>t") == 2 and "showing the first 2 of 5 tasks" in page
+    assert page.count("<code>t") == 2 and "showing 2 of 5 tasks" in page
     traces = [data for data in parsed if b'"prompt":"What is 1?"' in data]
     # the figures' pass, then the drill-down of the shown tasks only
     assert [orjson.loads(data)["task_id"] for data in traces] == [

@@ -1,0 +1,99 @@
+"""The report of two real (scripted) runs in a real headless Chromium: the plots decode, the
+leaderboard tells the runs apart, a transcript opens on its vote tally and extracted answers, a
+ranked sample's link opens its transcript, the signal filter hides samples, and a screenshot
+shows something (content, not pixels)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from browser import Browser, find_chromium
+from test_viewer_browser import check_screenshot
+
+import maslab
+from maslab.report import build_report
+
+pytestmark = pytest.mark.skipif(find_chromium() is None, reason="no chromium binary")
+
+# arith's first three tasks: Yuki (gold 13), Amara (27), Sven (98). On Yuki the debaters flip
+# from 12 to 13; on Amara they hold 27; on Sven they give no answer, the same words twice.
+SCRIPT = {
+    "Other agents.*Yuki": "On reflection I get \\boxed{13}.",
+    "Yuki": "I count \\boxed{12}.",
+    "Amara": "The answer is \\boxed{27}.",
+    ".": "I am not sure.",
+}
+
+
+async def run(directory: Path, agents: int) -> Path:
+    script = directory.parent / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    await maslab.aevaluate(
+        "llm_debate", "arith", f"scripted:{script}", limit=3, cache=False, out=directory,
+        config={"agents": agents, "rounds": 2}, progress=False,
+    )  # fmt: skip
+    return directory
+
+
+async def visible(browser: Browser, selector: str) -> list[str]:
+    """The task ids of the samples ``selector`` matches that are displayed."""
+    found = await browser.evaluate(
+        f"[...document.querySelectorAll({json.dumps(selector)})]"
+        ".filter(d => d.checkVisibility()).map(d => d.querySelector('summary code').innerText)"
+    )
+    return list(found)
+
+
+async def until(browser: Browser, expression: str) -> None:
+    """Wait for a JavaScript expression to hold (a same-page navigation has no load event)."""
+    for _ in range(100):
+        if await browser.evaluate(expression):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never held: {expression}")
+
+
+async def test_the_report_of_two_runs_in_chromium(tmp_path):
+    two = await run(tmp_path / "two", 2)
+    three = await run(tmp_path / "three", 3)
+    page = build_report([two, three], tmp_path / "report.html")
+    async with Browser.start(tmp_path / "profile") as browser:
+        await browser.goto(page.as_uri())
+        images = await browser.evaluate(
+            "[...document.images].map(i => i.complete && i.naturalWidth > 0)"
+        )
+        assert len(images) == 2 and all(images)  # accuracy against cost; per-round convergence
+        leaderboard = await browser.text(".leaderboard")
+        assert "llm_debate (agents=2)" in leaderboard and "llm_debate (agents=3)" in leaderboard
+        check_screenshot(await browser.screenshot())
+
+        # the ranked samples lead: Sven (unparsed, repetition), then Yuki (answer_flips)
+        samples = "#run-0 details.sample"
+        assert await visible(browser, samples) == [
+            "arith-test-0002",
+            "arith-test-0000",
+            "arith-test-0001",
+        ]
+        yuki = "details:has(> #run-0-sample-1)"
+        await browser.click(f"{yuki} > summary")
+        await until(browser, f"document.querySelector({json.dumps(yuki)}).open")
+        transcript = await browser.text(yuki)
+        assert "Votes\n13 ×2" in transcript
+        assert "answer 12" in transcript and "answer 13" in transcript
+        assert "answer_flips 2" in transcript  # its badge
+
+        sven = "details:has(> #run-0-sample-0)"
+        await browser.click('#run-0 .ranked a[href="#run-0-sample-0"]')
+        await until(browser, f"document.querySelector({json.dumps(sven)}).open")
+
+        await browser.choose("#run-0-filter", "answer_flips")
+        assert await visible(browser, samples) == ["arith-test-0000"]
+        assert len(await visible(browser, "#run-1 details.sample")) == 3  # its own filter
+        await browser.choose("#run-0-filter", "unparsed")
+        assert await visible(browser, samples) == ["arith-test-0002"]
+        check_screenshot(await browser.screenshot())
+        await browser.choose("#run-0-filter", "")
+        assert len(await visible(browser, samples)) == 3
