@@ -112,16 +112,20 @@ def _flips(sequences: Iterable[Sequence[str]]) -> int:
     return sum(a != b for answers in sequences for a, b in itertools.pairwise(answers))
 
 
-def _shingles(text: str) -> frozenset[str]:
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
     words = _WORD.findall(text.lower())
     if len(words) < _SHINGLE:
-        return frozenset([" ".join(words)]) if words else frozenset()
-    return frozenset(" ".join(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1))
+        return frozenset([tuple(words)]) if words else frozenset()
+    return frozenset(zip(*(words[i:] for i in range(_SHINGLE)), strict=False))
 
 
-def _near_identical(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Whether two messages' shingle sets have a Jaccard similarity of :data:`NEAR_IDENTICAL`."""
-    return bool(a and b) and len(a & b) >= NEAR_IDENTICAL * len(a | b)
+def _near_identical(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
+    """Whether two messages' shingle sets have a Jaccard similarity of :data:`NEAR_IDENTICAL`
+    (never when one set is that much smaller than the other, so most pairs take no set work)."""
+    small, large = sorted((len(a), len(b)))
+    if not small or small < NEAR_IDENTICAL * large:
+        return False
+    return len(a & b) >= NEAR_IDENTICAL * len(a | b)
 
 
 def _repetitions(turns: Iterable[Turn]) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import io
 import itertools
 import json
 import re
@@ -185,6 +186,17 @@ class Browser:
         """The visible page as PNG bytes."""
         result = await self.send("Page.captureScreenshot", format="png")
         return base64.b64decode(result["data"])
+
+
+def check_screenshot(png: bytes) -> None:
+    """A whole PNG of the window that shows something: many colours, not one."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png))
+    image.load()
+    assert image.size == (WIDTH, HEIGHT)
+    colours = image.convert("RGB").getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 20  # None: more colours than that
 
 
 async def _endpoint(process: asyncio.subprocess.Process) -> str:

@@ -10,8 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from browser import Browser, find_chromium
-from test_viewer_browser import check_screenshot
+from browser import Browser, check_screenshot, find_chromium
 
 import maslab
 from maslab.report import build_report

@@ -3,27 +3,14 @@ a user would, a transcript, and screenshots checked for content (not pixels)."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from browser import HEIGHT, WIDTH, Browser, find_chromium
+from browser import Browser, check_screenshot, find_chromium
 from viewer_runs import write_run
 
 from maslab.viewer.app import start
 from maslab.viewer.runs import Run
 
 pytestmark = pytest.mark.skipif(find_chromium() is None, reason="no chromium binary")
-
-
-def check_screenshot(png: bytes) -> None:
-    """A whole PNG of the window that shows something: many colours, not one."""
-    from PIL import Image
-
-    image = Image.open(io.BytesIO(png))
-    image.load()
-    assert image.size == (WIDTH, HEIGHT)
-    colours = image.convert("RGB").getcolors(maxcolors=1 << 16)
-    assert colours is None or len(colours) > 20  # None: more colours than that
 
 
 async def test_filter_search_and_transcript_in_chromium(tmp_path):
