@@ -158,7 +158,7 @@ def call_path(calls: int, out: Path, cache: bool) -> dict[str, Any]:
     prompts = [task.prompt() for task in runner.tasks]
 
     async def replies() -> list[float]:
-        ctx = runner._context("call-path", 0, asyncio.Semaphore(defaults.CONCURRENCY), None)
+        ctx = runner.solver.context("call-path", 0, asyncio.Semaphore(defaults.CONCURRENCY), None)
         agent = ctx.agent("solver")
         model = _timed(runner)
         times = []
