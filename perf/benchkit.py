@@ -236,6 +236,15 @@ def arguments(doc: str, json_help: str = "also write the figures here") -> argpa
     return parser
 
 
+def above_zero(text: str) -> float:
+    """The argparse type of a ``--latency``: seconds, above 0 (the figures are ratios to a bound
+    of calls x latency)."""
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not above 0: the bound would be 0 s")
+    return value
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0-100) of ``values``, nearest rank."""
     ordered = sorted(values)

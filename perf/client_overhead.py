@@ -13,7 +13,7 @@ import asyncio
 import time
 from typing import Any
 
-from benchkit import arguments, print_machine, print_table, write_json
+from benchkit import above_zero, arguments, print_machine, print_table, write_json
 
 from maslab.llm import Endpoint, load_model
 from maslab.testing import FakeOpenAIServer
@@ -44,7 +44,7 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--calls", type=int, default=768)
     parser.add_argument("--cap", type=int, default=64)
-    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--latency", type=above_zero, default=0.2)
     args = parser.parse_args()
     bound = args.calls * args.latency / args.cap
     info = print_machine()

@@ -43,6 +43,7 @@ from typing import Any
 import orjson
 from benchkit import (
     ServerProcess,
+    above_zero,
     arguments,
     maslab_command,
     print_machine,
@@ -378,7 +379,7 @@ def limiters(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = arguments(__doc__)
-    parser.add_argument("--latency", type=float, default=0.2, help="the fake server's, seconds")
+    parser.add_argument("--latency", type=above_zero, default=0.2, help="seconds per call")
     parser.add_argument("--cap", type=int, default=64, help="the sweep's concurrency")
     parser.add_argument("--limit", type=int, default=64, help="tasks per cell")
     parser.add_argument("--workers", type=int, default=2, help="Ray workers")

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 from benchkit import (
     ServerProcess,
+    above_zero,
     arguments,
     maslab_command,
     print_machine,
@@ -68,7 +69,7 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--tasks", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=512)
-    parser.add_argument("--latency", type=float, default=0.5, help="seconds per call")
+    parser.add_argument("--latency", type=above_zero, default=0.5, help="seconds per call")
     args = parser.parse_args()
 
     calls = args.tasks * AGENTS * ROUNDS

@@ -31,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from benchkit import ServerProcess, arguments, print_machine, print_table, rss_mb, write_json
+from benchkit import (
+    ServerProcess,
+    above_zero,
+    arguments,
+    print_machine,
+    print_table,
+    rss_mb,
+    write_json,
+)
 
 # method -> (config, calls per sample, dependent calls per sample)
 METHODS: dict[str, tuple[dict[str, Any], int, int]] = {
@@ -139,7 +147,7 @@ def main() -> None:
     parser = arguments(__doc__, json_help="write the figures here, not to stdout")
     parser.add_argument("--tasks", type=int, default=256)
     parser.add_argument("--cap", type=int, default=16)
-    parser.add_argument("--latency", type=float, default=0.15)
+    parser.add_argument("--latency", type=above_zero, default=0.15)
     parser.add_argument(
         "--admit",
         nargs="+",

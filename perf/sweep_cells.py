@@ -22,6 +22,7 @@ from pathlib import Path
 
 from benchkit import (
     ServerProcess,
+    above_zero,
     arguments,
     maslab_command,
     print_machine,
@@ -103,7 +104,7 @@ COLUMNS = [
 
 def main() -> None:
     parser = arguments(__doc__)
-    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--latency", type=above_zero, default=0.2)
     parser.add_argument("--cap", type=int, default=64)
     parser.add_argument("--limit", type=int, default=8)
     parser.add_argument("--max-cells", type=int, nargs="+", default=[1, 8])

@@ -30,6 +30,7 @@ from typing import Any
 
 from benchkit import (
     ServerProcess,
+    above_zero,
     arguments,
     maslab_command,
     print_machine,
@@ -152,7 +153,7 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--tasks", type=int, default=256)
     parser.add_argument("--cap", type=int, default=64, help="--concurrency, and MASLab's threads")
-    parser.add_argument("--latency", type=float, default=0.2, help="seconds per call")
+    parser.add_argument("--latency", type=above_zero, default=0.2, help="seconds per call")
     parser.add_argument("--methods", nargs="+", choices=sorted(METHODS), default=list(METHODS))
     args = parser.parse_args()
 
