@@ -50,6 +50,15 @@ def listings(site: Path, cwd: Path) -> dict[str, str]:
     return dict(zip(sections[::2], sections[1::2], strict=True))
 
 
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch) -> None:
+    """Room for every column, so each table row is one line whatever other tests registered
+    (a narrow table folds long origins onto a second line)."""
+    from maslab.cli.console import console
+
+    monkeypatch.setattr(console, "width", 200)
+
+
 def row(output: str, name: str) -> str:
     """The line of a ``maslab list`` table that starts with ``name``."""
     return next(line for line in output.splitlines() if line.split()[:1] == [name])

@@ -123,9 +123,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         rows = _model_rows(args.endpoints)
     table = Table(show_header=False, box=None)
-    table.add_column(no_wrap=True)  # names and origins stay whole, on one line
+    # nothing is cut short or dropped: names stay on one line, and where the terminal is too
+    # narrow a long origin or word folds onto the next line
     table.add_column(no_wrap=True)
-    table.add_column(overflow="fold")  # a word wider than the column folds, never cut short
+    table.add_column(overflow="fold")
+    table.add_column(overflow="fold", min_width=20)
     for name, source, text in rows:
         where = source if isinstance(source, str) else origin(source)
         table.add_row(f"[bold]{escape(name)}[/]", f"[dim]{escape(where)}[/]", escape(text))
