@@ -4,10 +4,10 @@ The driver (the process that runs ``maslab run``, ``maslab sweep`` or ``maslab.e
 stays the single writer of every run directory. It deals each run's samples still to do into
 shards (:func:`maslab.distributed.plan_shards`) and hands each shard to a free lane of a worker:
 a Ray actor running maslab's asyncio engine, :data:`LANES` shards at once, which streams each
-finished sample (its record and trace) back as it finishes. The driver appends them as a local run would, so resume,
-exactly one record per (task, repeat) and the manifest hold unchanged. When a worker dies, the
-samples of its shard not yet streamed back go to a new worker (:data:`ATTEMPTS` times at
-most); a sample that was streamed back is never run again.
+finished sample (its record and trace) back as it finishes. The driver appends them as a local
+run would, so resume, exactly one record per (task, repeat) and the manifest hold unchanged.
+When a worker dies, the samples of its shard not yet streamed back go to a new worker
+(:data:`ATTEMPTS` times at most); a sample that was streamed back is never run again.
 
 The limits hold across the workers: each worker slot has a fixed share of the run's
 ``concurrency`` and of every endpoint's ``max_concurrency`` and ``rpm``
