@@ -300,6 +300,7 @@ class Context:
                 completion = await handle.complete(request)
         except BaseException as exc:
             record.error = redact(f"{type(exc).__name__}: {exc}".removesuffix(": "))
+            record.attempts = getattr(exc, "attempts", 1)
             raise
         self._answered += 1
         record.prompt_tokens = completion.usage.prompt_tokens
@@ -310,6 +311,7 @@ class Context:
         record.response = completion.text
         record.finish_reason = completion.finish_reason
         record.tool_calls = completion.tool_calls
+        record.attempts = completion.attempts
         if record.purpose == "method":
             self._tokens_used += completion.usage.total_tokens
         return completion

@@ -18,7 +18,10 @@ value above 0 that it did (a count, or a magnitude). The views of the trace are 
   held by fewer than half of the agents' answers in that last round (value 1).
 - ``unparsed``: the evaluator found no answer in a sample that did not error (value 1).
 - ``budget_stop``: the sample's budget ended it (status ``budget``; value 1).
-- ``retries``: model calls of the sample that failed (``error`` set in the trace's calls: what
+- ``retries``: requests the retry layer sent again (a 429, a 5xx, a timeout): over the trace's
+  calls, their ``attempts`` beyond the first (traces from before attempts were recorded count
+  none).
+- ``failed_calls``: model calls that failed for good (``error`` set in the trace's calls: what
   the retry layer could not recover, so a method or a resume had to go on without it).
 - ``errors``: the sample errored (status ``error``; value 1).
 - ``tool_failures``: tool results that are errors: messages of kind ``observation`` (how methods
@@ -61,7 +64,8 @@ SIGNALS: dict[str, str] = {
     "minority_consensus": "the final answer is held by fewer than half of the agents",
     "unparsed": "the evaluator found no answer",
     "budget_stop": "the sample's budget ended it",
-    "retries": "model calls that failed",
+    "retries": "requests the retry layer sent again",
+    "failed_calls": "model calls that failed for good",
     "errors": "the sample errored",
     "tool_failures": "tool results that are errors",
     "token_outlier": "far more tokens than the run's typical sample (robust z of log tokens)",
@@ -85,7 +89,9 @@ def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
         "errors": float(record.status == "error"),
     }
     if trace is not None:
-        found["retries"] = float(sum(c.get("error") is not None for c in trace.get("calls") or ()))
+        calls = trace.get("calls") or ()
+        found["retries"] = float(sum(c.get("attempts", 1) - 1 for c in calls))
+        found["failed_calls"] = float(sum(c.get("error") is not None for c in calls))
         found["tool_failures"] = float(sum(map(_tool_failed, trace.get("messages") or ())))
         found["repetition"] = float(_repetitions(trajectory.turns(trace)))
     if trace is not None and trajectory.has_answers(trace):

@@ -99,15 +99,15 @@ def test_the_triage_counts_each_signal_and_ranks_a_planted_problem_sample_first(
     page = build_report([make_run(tmp_path / "run", samples)], tmp_path / "r.html").read_text()
     expected = dict.fromkeys(SIGNALS, "0")
     # t7: a flips 2 -> 3, b 1 -> 4, they end on 3 and 4; two failed calls; 50 times the tokens
-    expected.update(final_disagreement="1", answer_flips="2", retries="1", token_outlier="1")
+    expected.update(final_disagreement="1", answer_flips="2", failed_calls="1", token_outlier="1")
     assert counts(page) == expected
     assert ranked(page) == [
-        "t7 repeat 0 final_disagreement 1answer_flips 2retries 2token_outlier 7.98",
+        "t7 repeat 0 final_disagreement 1answer_flips 2failed_calls 2token_outlier 7.98",
         "t2 repeat 0 answer_flips 1",
     ]
     assert "the 2 flagged samples, the most signals first" in text(page)
     assert shown(page)[:3] == [
-        ("t7", "final_disagreement answer_flips retries token_outlier"),
+        ("t7", "final_disagreement answer_flips failed_calls token_outlier"),
         ("t2", "answer_flips"),
         ("t0", ""),
     ]
@@ -144,7 +144,7 @@ def test_the_filter_offers_the_signals_that_fired_on_the_shown_samples(tmp_path)
         "every sample shown (5)",
         "final_disagreement (1)",
         "answer_flips (3)",
-        "retries (1)",
+        "failed_calls (1)",
         "token_outlier (1)",
     ]
     for name in SIGNALS:  # the filter is CSS: choosing a signal hides the samples without it
@@ -169,7 +169,7 @@ def test_a_run_without_stored_signals_gets_them_from_its_traces(tmp_path):
     found = counts(page)
     for name in ("final_disagreement", "answer_flips", "minority_consensus"):
         assert found[name] == "0 (not computable on 3)"
-    assert found["retries"] == "1" and found["token_outlier"] == "0"  # too few samples to tell
+    assert found["failed_calls"] == "1" and found["token_outlier"] == "0"  # too few samples to tell
 
 
 def test_a_run_where_no_signal_fired_says_so_and_offers_no_filter(tmp_path):

@@ -11,12 +11,16 @@ import pytest
 import maslab
 from maslab.benchmark import get_benchmark
 from maslab.cli import main
-from maslab.errors import ConfigError, LLMError
+from maslab.context import Context
+from maslab.errors import ConfigError, LLMError, ServerError
 from maslab.evaluation import Score
 from maslab.llm import registry
+from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.registry import register_provider
+from maslab.llm.retry import Retrying, RetryPolicy
 from maslab.llm.types import ChatRequest
 from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.samples import trace as trace_line
 from maslab.testing.scripted import ScriptedModel
 from maslab.trajectory import (
     final_answer,
@@ -38,11 +42,20 @@ def said(agent: str, answer: str | None, round: int | None = 0, **fields: Any) -
     return {"sender": agent, "content": content, "round": round, "answer": answer, **fields}
 
 
-def trace_of(*messages: dict, failed_calls: int = 0, answers: bool = True) -> dict:
+def trace_of(
+    *messages: dict, failed_calls: int = 0, retried: int = 0, answers: bool = True
+) -> dict:
     """A trace line of ``messages`` whose model-written ones each have a call (kind message or
-    aggregate); ``failed_calls`` more calls that failed."""
-    calls = [{"agent": m["sender"], "error": None} for m in messages if m.get("model", True)]
-    calls += [{"agent": "debater_1", "error": "ServerError: 503"}] * failed_calls
+    aggregate), the first of which took ``retried`` requests more; ``failed_calls`` more calls
+    that failed (at their one attempt: a 400)."""
+    calls = [
+        {"agent": m["sender"], "error": None, "attempts": 1}
+        for m in messages
+        if m.get("model", True)
+    ]
+    if retried:
+        calls[0]["attempts"] += retried
+    calls += [{"agent": "debater_1", "error": "RequestRejected: 400", "attempts": 1}] * failed_calls
     line = {
         "task_id": "t1",
         "repeat": 0,
@@ -108,7 +121,8 @@ SCRIPTED: dict[str, tuple[ResultRecord, dict, float]] = {
     ),
     "unparsed": (record(extracted=None), trace_of(*debate()), 1),
     "budget_stop": (record(status="budget"), trace_of(*debate()), 1),
-    "retries": (record(), trace_of(*debate(), failed_calls=2), 2),
+    "retries": (record(), trace_of(*debate(), retried=2), 2),
+    "failed_calls": (record(), trace_of(*debate(), failed_calls=2), 2),
     "errors": (record(status="error", error="ServerError: 503"), trace_of(*debate()), 1),
     "tool_failures": (
         record(),
@@ -300,7 +314,7 @@ def test_a_run_stores_signals_in_its_results_and_answers_in_its_traces(seeded):
     by_task = {r["task_id"]: fired(r["signals"]) for r in results}
     assert by_task[planted.tasks[DISAGREE].id] == {"final_disagreement": 2,
                                                    "minority_consensus": 1}  # fmt: skip
-    assert by_task[planted.tasks[ERROR].id] == {"errors": 1, "retries": 1}
+    assert by_task[planted.tasks[ERROR].id] == {"errors": 1, "failed_calls": 1}
     assert by_task[planted.tasks[LOOP].id] == {"repetition": 1}
     for trace in map(orjson.loads, (run.dir / "traces.jsonl").read_bytes().splitlines()):
         assert len(trace["answers"]) == len(trace["messages"])
@@ -349,3 +363,21 @@ def test_an_unknown_signal_is_a_one_line_error_listing_the_names(tmp_path, capsy
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "final_disagreement" in err
     assert "token_outlier" in err
+
+
+async def test_retries_count_the_requests_the_retry_layer_sent_again(tmp_path):
+    pending = [ServerError("busy", status=503), ServerError("busy", status=503)]
+
+    def answer(request: ChatRequest) -> str:
+        if pending:
+            raise pending.pop(0)
+        return "The answer is \\boxed{42}."
+
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    stack = Retrying(ScriptedModel(answer, name="flaky"), RetryPolicy(initial_wait=0, max_wait=0))
+    for attempts in (3, 1):  # then replayed from the cache: no request sent again
+        ctx = Context(Cached(stack, cache, namespace="flaky"), sample_id="t1")
+        await ctx.agent("debater_1").reply("What is 6 x 7?", round=0)
+        line = trace_line("t1", 0, None, ctx)
+        assert [call["attempts"] for call in line["calls"]] == [attempts]
+        assert fired(signals(record(), line)) == ({"retries": 2} if attempts == 3 else {})

@@ -75,6 +75,7 @@ class ResponseCache:
     def put(self, key: str, completion: Completion) -> None:
         record = completion.to_record()
         record.pop("cached")
+        record.pop("attempts")  # a replay sends no request
         blob = orjson.dumps(record)
         now = time.monotonic()
         with self._lock:

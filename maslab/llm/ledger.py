@@ -21,6 +21,7 @@ class CallRecord:
     ``estimated``: the server reported no token counts, so the tokens are an estimate.
     ``finish_reason``: why the reply ended, as the server said ("length": cut at max_tokens).
     ``tool_calls``: the functions the reply asked for (native tool calling).
+    ``attempts``: requests the retry layer sent for the call (1 unless it retried).
     """
 
     sample_id: str
@@ -39,6 +40,7 @@ class CallRecord:
     response: str | None = None
     finish_reason: str | None = None
     tool_calls: tuple[FunctionCall, ...] = ()
+    attempts: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """Its fields as plain data, for a trace line; the message dicts are shared, not copied."""

@@ -3,6 +3,8 @@ errors)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pydantic import BaseModel, ConfigDict, Field
 from tenacity import (
     AsyncRetrying,
@@ -73,7 +75,8 @@ class Retrying(Middleware):
             reraise=True,
         )
         try:
-            return await retrying(attempt)
+            completion = await retrying(attempt)
         except LLMError as exc:
             exc.attempts = retrying.statistics.get("attempt_number", 1)
             raise
+        return replace(completion, attempts=retrying.statistics.get("attempt_number", 1))

@@ -149,7 +149,8 @@ class Completion:
 
     ``finish_reason`` is the server's ("stop", "length" for a reply cut at ``max_tokens``,
     "tool_calls"); ``tool_calls`` are the functions the model asked for; ``logprobs`` the
-    generated tokens' log probabilities, when the request asked for them.
+    generated tokens' log probabilities, when the request asked for them; ``attempts`` the
+    requests the retry layer sent to get it (1 unless it retried; never cached).
     """
 
     text: str
@@ -160,6 +161,7 @@ class Completion:
     finish_reason: str | None = None
     tool_calls: tuple[FunctionCall, ...] = ()
     logprobs: tuple[TokenLogprob, ...] | None = None
+    attempts: int = 1
     raw: Mapping[str, Any] | None = None
 
     def to_record(self) -> dict[str, Any]:
