@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from maslab import report_triage, trajectory
+from maslab.call_html import call_html
 from maslab.report_figures import AgentShare, RoundFigures, TraceFigures, trace_figures
 from maslab.report_plots import colour, convergence, cost_accuracy, glyph, pass_at_k
 from maslab.report_triage import Triage
@@ -305,37 +306,6 @@ def _messages(messages: Sequence[Mapping[str, Any]], answers: Sequence[str | Non
     return "".join(items)
 
 
-def _call(call: Mapping[str, Any], known: int = 0) -> str:
-    """One call's details; its first ``known`` messages are said to be its agent's previous
-    call and reply, not shown again."""
-    about = [
-        str(call.get("agent")),
-        None if call.get("round") is None else f"round {call['round']}",
-        call.get("model"),
-        f"{call.get('prompt_tokens', 0)} + {call.get('completion_tokens', 0)} tokens",
-        f"{call.get('latency_s', 0):.2f} s",
-        "cached" if call.get("cached") else None,
-        "cut at max_tokens" if call.get("finish_reason") == "length" else None,
-        f"error: {call['error']}" if call.get("error") else None,
-    ]
-    chat = "".join(
-        f"<pre><b>{escape(str(m.get('role')))}</b>\n{escape(str(m.get('content')))}</pre>"
-        for m in (call.get("messages") or ())[known:]
-    )
-    if known:
-        earlier = (
-            f"as the previous call of {call.get('agent')} and its reply ({known} messages), then:"
-        )
-        chat = f'<p class="muted">{escape(earlier)}</p>{chat}'
-    response = call.get("response")
-    reply = "" if response is None else f"<b>response</b><pre>{escape(response)}</pre>"
-    tools = "".join(f"{c['name']}({c['arguments']})\n" for c in call.get("tool_calls") or ())
-    if tools:
-        reply += f"<b>tool calls</b><pre>{escape(tools)}</pre>"
-    title = escape(" · ".join(filter(None, about)))
-    return f"<details><summary>{title}</summary>{chat}{reply}</details>"
-
-
 def _calls(calls: Sequence[Mapping[str, Any]]) -> str:
     """Each call's details, a chat that goes on from its agent's previous call and reply
     showing only what is new."""
@@ -345,7 +315,7 @@ def _calls(calls: Sequence[Mapping[str, Any]]) -> str:
         agent, chat = str(call.get("agent")), list(call.get("messages") or ())
         before = history.get(agent, [])
         known = len(before) if before and chat[: len(before)] == before else 0
-        shown.append(_call(call, known))
+        shown.append(call_html(call, known))
         reply = call.get("response")
         history[agent] = [*chat, {"role": "assistant", "content": reply}] if reply else chat
     return "".join(shown)

@@ -13,6 +13,7 @@ from itertools import groupby
 from typing import Any
 from urllib.parse import urlencode
 
+from maslab.call_html import call_html
 from maslab.results import ResultRecord
 from maslab.roles import describe_model_roles
 from maslab.stats import Summary
@@ -256,34 +257,6 @@ def _agent_answers(trace: Mapping[str, Any]) -> str:
     )
 
 
-def _call(call: Mapping[str, Any]) -> str:
-    about = [
-        str(call.get("agent")),
-        None if call.get("round") is None else f"round {call['round']}",
-        call.get("model"),
-        f"{call.get('prompt_tokens', 0)} + {call.get('completion_tokens', 0)} tokens",
-        f"{call.get('latency_s', 0):.2f} s",
-        "cached" if call.get("cached") else None,
-        "cut at max_tokens" if call.get("finish_reason") == "length" else None,
-        f"error: {call['error']}" if call.get("error") else None,
-    ]
-    chat = "".join(
-        f"<pre><b>{escape(str(m.get('role')))}</b>\n{escape(str(m.get('content')))}</pre>"
-        for m in call.get("messages") or ()
-    )
-    response = call.get("response")
-    reply = "" if response is None else f"<b>response</b><pre>{escape(str(response))}</pre>"
-    tools = "".join(
-        f"{c.get('name')}({c.get('arguments')})\n" for c in call.get("tool_calls") or ()
-    )
-    if tools:
-        reply += f"<b>tool calls</b><pre>{escape(tools)}</pre>"
-    return (
-        f"<details><summary>{escape(' · '.join(filter(None, about)))}</summary>"
-        f"{chat}{reply}</details>"
-    )
-
-
 def transcript(
     run: Run,
     record: ResultRecord,
@@ -328,5 +301,5 @@ def transcript(
         shown = _messages(messages, trace.get("answers") or [])
         parts.append(f'<h2>Messages</h2><div id="messages">{shown}</div>')
     if calls := trace.get("calls"):
-        parts.append(f"<h2>Calls ({len(calls)})</h2>{''.join(map(_call, calls))}")
+        parts.append(f"<h2>Calls ({len(calls)})</h2>{''.join(map(call_html, calls))}")
     return "".join(parts)
