@@ -10,6 +10,7 @@ holds no script.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -58,8 +59,9 @@ def triage(records: Sequence[ResultRecord], computed: Mapping[Key, dict[str, flo
         (r.model_copy(update={"signals": computed[r.key]}) if r.key in computed else r, None)
         for r in records
     )
-    counts = {name: sum(f.signals.get(name, 0.0) > 0 for f in flagged) for name in SIGNALS}
-    missing = {name: n for name in SIGNALS if (n := sum(name not in f.signals for f in flagged))}
+    fired = Counter(name for f in flagged for name in f.fired)
+    counts = {name: fired[name] for name in SIGNALS}
+    missing = dict(Counter(name for f in flagged for name in f.not_computable))
     ranked = order(flagged)
     return Triage(counts, missing, ranked, {f.record.key: f.fired for f in ranked})
 
