@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from maslab.answers import Vote, extract_answer, majority_vote, normalize_answer
+from maslab.answers import Vote, majority_vote, normalize_answer
 from maslab.context import Context
 from maslab.messages import Message
 from maslab.task import Solution, Task
@@ -22,7 +22,7 @@ class Decision:
 
 def answer_key(task: Task, text: str) -> str | None:
     """The normalised answer extracted from ``text`` (what votes compare), or None if none."""
-    answer = extract_answer(text, task.answer_type, choices=task.choices)
+    answer = task.answer_in(text)
     return None if answer is None else normalize_answer(answer, task.answer_type)
 
 
@@ -34,7 +34,7 @@ def majority_decision(task: Task, responses: Sequence[str]) -> Decision:
     """
     if not responses:
         raise ValueError("majority_decision needs at least one response")
-    extracted = tuple(extract_answer(r, task.answer_type, choices=task.choices) for r in responses)
+    extracted = tuple(task.answer_in(response) for response in responses)
     vote = majority_vote(extracted, task.answer_type)
     if vote.winner is None:
         return Decision(responses[0], vote, extracted)

@@ -59,21 +59,28 @@ _LETTER_PATTERN = re.compile(
     r"|^[ \t]*([A-Z])[.)]?[ \t]*$",  # a line that is just "C"
     re.MULTILINE,
 )
-_FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(r"^[ \t]*```([^\n]*)\n(.*?)^[ \t]*```", re.MULTILINE | re.DOTALL)
+_PYTHON_LABELS = {"python", "python3", "py", "py3"}
+_DEFINES = r"^[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+{name}\b"  # a block defining a name
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
 _MATH_NOISE = re.compile(r"\\(?:left|right)(?![A-Za-z])|\\[!,]|\s+|\$")
 _SMALL_FRAC = re.compile(r"\\[dt]frac")
 
 
 def extract_answer(
-    text: str, answer_type: AnswerType = "text", *, choices: Sequence[str] | None = None
+    text: str,
+    answer_type: AnswerType = "text",
+    *,
+    choices: Sequence[str] | None = None,
+    entry_point: str | None = None,
 ) -> str | None:
     """The final answer in ``text`` as a string, or ``None`` if there is none.
 
-    ``choices`` (option texts, lettered A, B, ... by position) only matters for ``"choice"``.
+    ``choices`` (option texts, lettered A, B, ... by position) only matters for ``"choice"``,
+    ``entry_point`` (the function the code must define) only for ``"code"``.
     """
     if answer_type == "code":
-        return _extract_code(text)
+        return _extract_code(text, entry_point)
     parse, fallback = _strategy(answer_type, choices)
     for span in (_last_boxed(text), _marker_span(text)):
         if span is not None and (answer := parse(span)) is not None:
@@ -233,14 +240,27 @@ def _last_choice_letter(text: str, letters: str) -> str | None:
     return allowed[-1] if allowed else None
 
 
-def _extract_code(text: str) -> str | None:
-    """Last non-empty fenced block, else the whole text if it looks like Python code."""
-    blocks = [block for block in _FENCE.findall(text) if block.strip()]
+def _extract_code(text: str, entry_point: str | None) -> str | None:
+    """The Python block a grader would take: of the fenced blocks in Python (or unlabelled),
+    the last that defines ``entry_point``, else the last; with no fenced block at all, the whole
+    text if it looks like Python code. A block in another language (```json, ```text) is never
+    code."""
+    fences = _FENCE.findall(text)
+    blocks = [block for label, block in fences if _is_python(label) and block.strip()]
+    if entry_point:
+        defines = re.compile(_DEFINES.format(name=re.escape(entry_point)), re.M)
+        blocks = [block for block in blocks if defines.search(block)] or blocks
     if blocks:
         return _trim_blank_lines(blocks[-1])
-    if "def " in text or "import " in text:
+    if not fences and ("def " in text or "import " in text):
         return _trim_blank_lines(text)
     return None
+
+
+def _is_python(label: str) -> bool:
+    """Whether a fence's info string (```python title="x") names Python, or nothing."""
+    words = label.split()
+    return not words or words[0].lower() in _PYTHON_LABELS
 
 
 def _trim_blank_lines(code: str) -> str:

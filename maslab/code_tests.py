@@ -1,10 +1,11 @@
 """Model-written code against unit tests, in the sandbox: which tests pass, and feedback.
 
 A method that tests its own candidates (reflexion's self-written tests, a coding team's sample
-I/O, a tree search's public tests) runs them here: :func:`run_tests` executes a candidate and
-each one-line ``assert`` separately in :mod:`maslab.sandbox`, under a time limit per test, and
-returns a :class:`TestRun` with the counts and a feedback text a model can read. The report is
-marked with a per-run token, so the candidate cannot forge its own results.
+I/O, a tree search's public tests) runs them here: :func:`run_tests` runs each one-line
+``assert`` against a candidate under a time limit per test and returns a :class:`TestRun` with
+the counts and a feedback text a model can read. :func:`examine_answer` is what it and the
+``code`` evaluator share: the candidate and the tests run in sandboxes of their own
+(:mod:`maslab.code_check`), so the candidate cannot forge its results.
 :func:`public_tests` reads the examples a task's prompt shows (asserts, doctests): the tests a
 method may use without seeing the hidden ones that score it.
 """
@@ -13,83 +14,17 @@ from __future__ import annotations
 
 import ast
 import builtins
-import json
 import re
-import secrets
 from dataclasses import dataclass
 
 from maslab.answers import extract_answer
-from maslab.sandbox import Limits, arun_python, read_report
+from maslab.code_check import Examination, examine
+from maslab.sandbox import Limits
 from maslab.task import Task
 
 TEST_SECONDS = 2.0
 """Time limit of one unit test (and of defining the candidate code)."""
 SANDBOX_LIMITS = Limits(wall_seconds=20, cpu_seconds=20)
-_SHOWN = 200  # characters of an output or error shown in the feedback
-
-
-_RUNNER = f"""\
-import ast
-import builtins
-import json
-import signal
-import sys
-
-
-def _alarm(signum, frame):
-    raise TimeoutError("took longer than {TEST_SECONDS:g} s")
-
-
-def _timed(run):
-    signal.setitimer(signal.ITIMER_REAL, {TEST_SECONDS!r})
-    try:
-        return run()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def _error(exc):
-    text = f"{{type(exc).__name__}}: {{exc}}" if str(exc) else type(exc).__name__
-    return text[:{_SHOWN}]
-
-
-def _actual(test, namespace):
-    node = ast.parse(test).body[0]
-    compare = node.test if isinstance(node, ast.Assert) else None
-    if not isinstance(compare, ast.Compare) or not isinstance(compare.ops[0], ast.Eq):
-        return None
-    left = compile(ast.Expression(compare.left), "<test>", "eval")
-    try:
-        return repr(_timed(lambda: eval(left, namespace)))[:{_SHOWN}]  # ok-eval: in the sandbox
-    except BaseException:
-        return None
-
-
-def _main():
-    out = sys.stdout
-    token = sys.stdin.readline().strip()
-    source = open("candidate.py").read()
-    tests = json.load(open("tests.json"))
-    signal.signal(signal.SIGALRM, _alarm)
-    namespace = {{"__name__": "candidate"}}
-    report = {{"error": None, "results": []}}
-    try:
-        _timed(lambda: exec(compile(source, "candidate.py", "exec"), namespace))
-    except BaseException as exc:
-        report["error"] = _error(exc)
-    else:
-        for test in tests:
-            try:
-                _timed(lambda: exec(compile(test, "<test>", "exec"), namespace))
-                report["results"].append({{"passed": True}})
-            except BaseException as exc:
-                got = _actual(test, namespace) if isinstance(exc, AssertionError) else None
-                report["results"].append({{"passed": False, "error": _error(exc), "got": got}})
-    print(f"\\n{{token}}" + json.dumps(report), file=out, flush=True)
-
-
-_main()
-"""
 
 
 @dataclass(frozen=True)
@@ -117,41 +52,63 @@ def candidate_program(task: Task, code: str) -> str:
     return f"{prefix.rstrip()}\n{code}\n" if prefix else f"{code}\n"
 
 
+async def examine_answer(
+    task: Task,
+    code: str,
+    tests: list[str],
+    *,
+    call_seconds: float | None = None,
+    stop_at_failure: bool = True,
+    limits: Limits | None = None,
+) -> Examination:
+    """``code``, after the task's prompt prefix, against ``tests``, which also see that prefix
+    (HumanEval's helpers) and find the task's entry point in the code
+    (:func:`maslab.code_check.examine`, whose options these are)."""
+    return await examine(
+        candidate_program(task, code),
+        tests,
+        prefix=str(task.metadata.get("prompt_prefix") or ""),
+        entry_point=task.entry_point,
+        call_seconds=call_seconds,
+        stop_at_failure=stop_at_failure,
+        limits=limits,
+    )
+
+
 async def run_tests(task: Task, attempt: str, tests: list[str]) -> TestRun:
-    """Run the attempt's last code block with ``tests`` in the sandbox."""
-    code = extract_answer(attempt, "code")
+    """Run the attempt's code (the block a grader would score) against ``tests``, each test
+    under :data:`TEST_SECONDS`, the code and the tests in sandboxes of their own."""
+    code = extract_answer(attempt, "code", entry_point=task.entry_point)
     if code is None:
         return TestRun(False, "No Python code was found in the answer.", (0, len(tests)))
-    token = secrets.token_hex(16)  # marks the runner's report: the candidate cannot forge it
-    result = await arun_python(
-        _RUNNER,
-        limits=SANDBOX_LIMITS,
-        stdin=f"{token}\n",
-        files={"candidate.py": candidate_program(task, code), "tests.json": json.dumps(tests)},
+    run = await examine_answer(
+        task, code, tests, call_seconds=TEST_SECONDS, stop_at_failure=False, limits=SANDBOX_LIMITS
     )
-    report = read_report(result.stdout, token)
-    if report is None:
-        lines = result.stderr.strip().splitlines()
-        why = f"{result.status}: {lines[-1]}" if lines else result.status
+    if run.error:
+        return TestRun(False, f"The code failed to run: {run.error}", (0, len(tests)))
+    if len(run.results) < len(tests):
+        why = run.first_failure() or run.status
         return TestRun(
-            False, f"The program ended before the tests finished ({why[:_SHOWN]}).", (0, len(tests))
+            False, f"The program ended before the tests finished ({why}).", (0, len(tests))
         )
-    if report.get("error"):
-        return TestRun(False, f"The code failed to run: {report['error']}", (0, len(tests)))
-    results = report.get("results") or []
-    passed = [t for t, r in zip(tests, results, strict=False) if r.get("passed")]
-    failed = [(t, r) for t, r in zip(tests, results, strict=False) if not r.get("passed")]
     if not tests:
         return TestRun(True, "The code ran without error (there were no unit tests).", (0, 0))
+    passed = [test for test, result in zip(tests, run.results, strict=True) if result.passed]
+    failed = [(t, r) for t, r in zip(tests, run.results, strict=True) if not r.passed]
     lines = [f"{len(passed)} of {len(tests)} unit tests passed."]
     if passed:
         lines += ["Passed:", *passed]
     if failed:
         lines.append("Failed:")
-        for test, r in failed:
-            note = f"returned {r['got']}" if r.get("got") else r.get("error") or "failed"
-            lines.append(f"{test}  # {note}")
+        for test, result in failed:
+            note = f"returned {result.got}" if result.got else _without_line(result.error)
+            lines.append(f"{test}  # {note or 'failed'}")
     return TestRun(not failed, "\n".join(lines), (len(passed), len(tests)))
+
+
+def _without_line(error: str | None) -> str | None:
+    """An examiner's error without its " at `line`" (the feedback shows the test already)."""
+    return error.split(" at `", 1)[0] if error else error
 
 
 # The expected value: the non-blank lines after the call, up to a blank line, the next call or

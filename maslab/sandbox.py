@@ -31,10 +31,12 @@ The program runs as ``python -s main.py`` under the base interpreter (not the pr
 as its child, reaps orphans like an init and records the program's exit code (a process dying by
 a signal is reported as such).
 
-A run may get a channel to the parent (:func:`arun_python`'s ``channel``): one end of a socket
-pair, inherited through the launcher (its descriptor in :data:`CHANNEL_VARIABLE`), whose other
-end a service in the parent serves while the program runs (:mod:`maslab.bridge` serves model
-calls on it). It is a local socket pair, no network: the network namespace does not affect it.
+A run may get a channel (:func:`arun_python`'s ``channel``): one end of a socket pair,
+inherited through the launcher (its descriptor in :data:`CHANNEL_VARIABLE`), whose other end
+either a service in the parent serves while the program runs (:mod:`maslab.bridge` serves model
+calls on it) or another sandboxed program holds (:mod:`maslab.code_check` links the tests to
+the code under test). It is a local socket pair, no network: the network namespace does not
+affect it.
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ async def arun_python(
     limits: Limits = Limits(),
     stdin: str | None = None,
     files: Mapping[str, str] | None = None,
-    channel: Service | None = None,
+    channel: Service | socket.socket | None = None,
 ) -> SandboxResult:
     """Run ``code`` as a script in the sandbox; how it ended, with its output.
 
@@ -172,16 +174,18 @@ async def arun_python(
         stdin: Text on the program's standard input; None for none.
         files: Extra files in its working directory: relative path -> text.
         channel: Serves the parent's end of a socket pair whose other end the program inherits
-            (see :data:`Service`); None: no channel.
+            (see :data:`Service`); or a socket the program inherits as its channel, which the
+            run owns from then on and closes (the parent keeps no copy); None: no channel.
 
     Raises:
         Exception: Whatever ``channel`` raised, once the run's processes are gone.
     """
-    isolation = _isolation()
     with (
+        _owned(channel),
         tempfile.TemporaryDirectory(prefix="maslab-sandbox-") as tmp,
         _pids_cgroup(limits.max_processes) as cgroup,
     ):
+        isolation = _isolation()
         run = _Run(Path(tmp).resolve(), isolation)
         _write_files(run.workdir, code, files or {})
         run.prepare()
@@ -436,17 +440,17 @@ async def _run(
     output: _Output,
     cgroup: Path | None,
     wall_seconds: float,
-    channel: Service | None,
+    channel: Service | socket.socket | None,
 ) -> tuple[Ending, int | None]:
     """Run the child to its end, to a limit or until ``channel`` ends it; how, and its exit code.
 
     Whatever happens (limit, error, cancellation), the whole tree is killed and reaped, and the
     channel's service cancelled; then what the service raised is raised.
     """
-    with _socket_pair(channel is not None) as ends:
+    with _channel_ends(channel) as (parent_end, program_end):
         env = run.environment()
-        if ends:
-            env[CHANNEL_VARIABLE] = str(ends[1].fileno())
+        if program_end:
+            env[CHANNEL_VARIABLE] = str(program_end.fileno())
         proc = await asyncio.create_subprocess_exec(
             *command,
             cwd=run.workdir,
@@ -455,12 +459,13 @@ async def _run(
             stdout=PIPE,
             stderr=PIPE,
             start_new_session=True,
-            pass_fds=(ends[1].fileno(),) if ends else (),
+            pass_fds=(program_end.fileno(),) if program_end else (),
         )
         serving = None
-        if ends and channel:
-            ends[1].close()  # the program's end: only the run holds it now
-            serving = asyncio.ensure_future(channel(ends[0]))
+        if program_end:
+            program_end.close()  # only the program holds it now
+        if parent_end and callable(channel):
+            serving = asyncio.ensure_future(channel(parent_end))
         data = None if stdin is None else stdin.encode()
         communicating = asyncio.ensure_future(_communicate(proc, data, output))
         try:
@@ -477,17 +482,29 @@ async def _run(
 
 
 @contextmanager
-def _socket_pair(wanted: bool) -> Iterator[tuple[socket.socket, socket.socket] | None]:
-    """A connected pair of local sockets (parent's end, program's end), closed on exit."""
-    if not wanted:
-        yield None
-        return
-    ends = socket.socketpair()
+def _channel_ends(
+    channel: Service | socket.socket | None,
+) -> Iterator[tuple[socket.socket | None, socket.socket | None]]:
+    """(the parent's end, the program's end) of the run's channel, closed on exit: a new pair
+    for a service, the given socket as the program's end, or no channel."""
+    if channel is None:
+        yield None, None
+    elif isinstance(channel, socket.socket):
+        yield None, channel
+    else:
+        parent_end, program_end = socket.socketpair()
+        with parent_end, program_end:
+            yield parent_end, program_end
+
+
+@contextmanager
+def _owned(channel: Service | socket.socket | None) -> Iterator[None]:
+    """Close a socket given as the channel when the run ends, whatever ends it."""
     try:
-        yield ends
+        yield
     finally:
-        for end in ends:
-            end.close()
+        if isinstance(channel, socket.socket):
+            channel.close()
 
 
 async def _ending(

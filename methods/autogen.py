@@ -51,7 +51,6 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from maslab.answers import extract_answer
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
 from maslab.sandbox import Limits, arun_python
@@ -190,7 +189,7 @@ class AutoGen(Method):
             """``text`` minus the termination word (and, unless the task wants code, minus its
             code blocks), if that holds an answer for the task; else None."""
             stripped = prose(text, cfg.termination, keep_code=task.answer_type == "code")
-            found = extract_answer(stripped, task.answer_type, choices=task.choices)
+            found = task.answer_in(stripped)
             return stripped if stripped and found is not None else None
 
         said: list[str] = []  # the assistant's messages, in turn order

@@ -229,7 +229,7 @@ class ChatDev(Method):
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         ctx.topology = chatdev_topology()
-        state = _Code(ctx)
+        state = _Code(ctx, task.entry_point)
 
         def member(role: str) -> Agent:  # a fresh chat: each phase starts with no history
             return ctx.agent(role, system=role_system(role))
@@ -310,8 +310,9 @@ class ChatDev(Method):
 class _Code:
     """The team's latest code: the answer, proposed whenever the programmer writes code."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, entry_point: str | None) -> None:
         self.ctx = ctx
+        self.entry_point = entry_point
         self.code: str | None = None
         self.last_reply = ""
         self.missing = 0
@@ -323,7 +324,7 @@ class _Code:
 
     def update(self, reply: str, *, round: int) -> None:
         self.last_reply = reply
-        code = extract_answer(reply, "code")
+        code = extract_answer(reply, "code", entry_point=self.entry_point)
         if code is None:
             self.missing += 1
             return

@@ -356,7 +356,7 @@ class EvoMAC(Method):
                 remember=False,
                 metadata={"subtask": subtask.id},
             )
-            return extract_answer(said.content, "code")
+            return extract_answer(said.content, "code", entry_point=task.entry_point)
 
         async def build(subtasks: list[Subtask], code: str, r: int, tested: bool) -> str:
             team = team_topology(subtasks)

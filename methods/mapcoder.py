@@ -315,7 +315,8 @@ class MapCoder(Method):
             for _ in range(cfg.t):
                 if run.passed:
                     break
-                shown = extract_answer(attempt.content, "code") or attempt.content
+                code = extract_answer(attempt.content, "code", entry_point=task.entry_point)
+                shown = code or attempt.content
                 attempt = await debugging.reply(
                     debug_prompt(task, plan_text, shown, run.feedback),
                     round=attempts.round,

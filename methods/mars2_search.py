@@ -233,7 +233,7 @@ class Mars2Search(Method):
             agent=agent.name,
             action=action,
             answer=said.content,
-            code=extract_answer(said.content, "code"),
+            code=extract_answer(said.content, "code", entry_point=task.entry_point),
             feedback=run.feedback,
             counts=run.counts,
             score=score_of(run),

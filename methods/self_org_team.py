@@ -63,7 +63,6 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from maslab.aggregation import majority_decision
-from maslab.answers import extract_answer
 from maslab.context import Context
 from maslab.messages import Message
 from maslab.method import Method, MethodConfig, register_method
@@ -192,7 +191,7 @@ class SelfOrgTeam(Method):
         names = list(self.agent_names())
 
         def answer_of(text: str) -> str | None:
-            return extract_answer(text, task.answer_type, choices=task.choices)
+            return task.answer_in(text)
 
         if cfg.condition == "best_individual":
             ctx.topology = Topology.chain([cfg.expert])

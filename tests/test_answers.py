@@ -215,3 +215,69 @@ def test_answer_key_is_the_answer_votes_compare():
     assert answer_key(number, "no idea") is None
     choice = Task(id="c", question="Which?", answer_type="choice", choices=["x", "y"])
     assert answer_key(choice, "The answer is (B)") == answer_key(choice, "Final answer: b") == "B"
+
+
+CODE_REPLIES = {
+    # (reply, entry point) -> the code a grader takes
+    "the block defining the entry point, not a later example": (
+        "```python\ndef f(x):\n    return x\n```\nTry it:\n```python\nprint(f(1))\n```",
+        "f",
+        "def f(x):\n    return x",
+    ),
+    "of several defining it, the last": (
+        "```python\ndef f(x):\n    return 0\n```\nFixed:\n"
+        "```python\nasync def f(x):\n    pass\n```",
+        "f",
+        "async def f(x):\n    pass",
+    ),
+    "a class as the entry point": (
+        "```python\nclass Pair:\n    pass\n```\n```python\nPair()\n```",
+        "Pair",
+        "class Pair:\n    pass",
+    ),
+    "a name that only starts like the entry point does not define it": (
+        "```python\ndef f(x):\n    return 1\n```\n```python\ndef f_helper():\n    pass\n```",
+        "f",
+        "def f(x):\n    return 1",
+    ),
+    "none defines it: the last Python block": (
+        "```python\n    return x\n```\n```python\nprint(1)\n```",
+        "f",
+        "print(1)",
+    ),
+    "a block in another language is never code": (
+        "```python\ndef f(x):\n    return x\n```\n```json\n{\"f\": 1}\n```\n```bash\nls\n```",
+        None,
+        "def f(x):\n    return x",
+    ),
+    "a labelled fence with attributes": (
+        '```Python title="f.py"\ndef f():\n    pass\n```',
+        None,
+        "def f():\n    pass",
+    ),
+    "only other languages: no code": ("```json\n{\"def \": 1}\n```", "f", None),
+}
+
+
+@pytest.mark.parametrize("case", CODE_REPLIES.values(), ids=CODE_REPLIES.keys())
+def test_code_is_the_block_a_grader_would_take(case: tuple[str, str | None, str | None]):
+    reply, entry_point, code = case
+    assert extract_answer(reply, "code", entry_point=entry_point) == code
+
+
+def test_a_code_tasks_entry_point_is_named_or_the_first_function_its_tests_call():
+    named = Task(id="h", question="q", answer_type="code", metadata={"entry_point": "add"})
+    mbpp = Task(
+        id="m",
+        question="q",
+        answer_type="code",
+        tests=(
+            "import math\ndef helper(x):\n    return x",
+            "assert math.isclose(helper(1), 1)",
+            "assert set(similar((3, 4), (5, 4))) == set((4,))",
+        ),
+    )
+    assert (named.entry_point, mbpp.entry_point) == ("add", "similar")
+    assert Task(id="t", question="q", metadata={"entry_point": "add"}).entry_point is None
+    reply = "```python\ndef similar(a, b):\n    return []\n```\n```py\nprint(similar(1, 2))\n```"
+    assert mbpp.answer_in(reply) == "def similar(a, b):\n    return []"

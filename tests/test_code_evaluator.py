@@ -88,30 +88,29 @@ async def test_runaway_code_times_out():
     assert score.explanation == "timeout"
 
 
-EARLY_EXITS = {
-    "sys_exit": "import sys\nsys.exit(0)\n",
-    "os_exit": "import os\nos._exit(0)\n",
-    "raise_system_exit": "raise SystemExit(0)\n",
-    "exit_builtin": "exit()\n",
-    "fake_success_line": "import sys\nprint('ok')\nprint('0' * 32)\nsys.exit(0)\n",
-    # Looks for the token where it must not be: stdin, the files in the cwd, the globals.
-    "token_hunt": (
-        "import os, re, sys\n"
-        "seen = sys.stdin.read() + repr(globals())\n"
-        "seen += ''.join(open(f).read() for f in os.listdir('.') if os.path.isfile(f))\n"
-        "print(*re.findall('[0-9a-f]{32}', seen)[-1:])\n"
-        "sys.exit(0)\n"
-    ),
+FOLLOWED_BY = {
+    "usage_example": "Usage:\n\n```python\nprint(total([1, 2]))\n```\n",
+    "printed_output": "It prints:\n\n```\n3\n```\n",
+    "json_block": 'As JSON:\n\n```json\n{"total": 3}\n```\n',
+    "shell_block": "Run it with:\n\n```bash\npython total.py\n```\n",
+    "a_test_of_its_own": "```python\nassert total([1, 2]) == 4\n```\n",
 }
 
 
-@pytest.mark.parametrize("exit_code", EARLY_EXITS.values(), ids=EARLY_EXITS.keys())
-async def test_answer_exiting_before_the_tests_fails(exit_code: str):
-    # A wrong square, so only skipping the tests could make it pass.
-    answer = fenced(f"def square(x):\n    return 0\n\n{exit_code}")
-    score = await CodeExecution().score(MBPP, answer)
-    assert (score.value, score.correct, score.unparsed) == (0.0, False, False)
-    assert score.explanation == "error: exited before the tests finished"
+@pytest.mark.parametrize("after", FOLLOWED_BY.values(), ids=FOLLOWED_BY.keys())
+async def test_the_block_defining_the_entry_point_is_scored(after: str):
+    """A correct solution followed by another block scores correct (the last block did not)."""
+    solution = fenced("def total(xs: List[int]) -> int:\n    return sum(xs)\n")
+    score = await CodeExecution().score(HUMANEVAL, f"{solution}\n{after}")
+    assert (score.correct, score.explanation) == (True, "ok")
+    assert score.extracted == "def total(xs: List[int]) -> int:\n    return sum(xs)"
+
+
+async def test_of_blocks_defining_the_entry_point_the_last_is_scored():
+    first = fenced("def square(x):\n    return 2 * x\n")
+    fixed = fenced("def square(x):\n    return x * x\n")
+    assert (await CodeExecution().score(MBPP, f"{first}Oops, fixed:\n{fixed}")).correct
+    assert not (await CodeExecution().score(MBPP, f"{fixed}Or:\n{first}")).correct
 
 
 async def test_answer_printing_output_still_passes():

@@ -75,7 +75,20 @@ async def test_a_candidate_runs_against_tests_in_the_sandbox():
         "os._exit(0)\n```"
     )
     run = await run_tests(task, forged, tests)
-    assert not run.passed and "ended before the tests finished" in run.feedback
+    assert not run.passed and run.counts == (0, 2)
+    assert run.feedback == "The code failed to run: the program exited before the tests ran"
+    leaves = "```python\n    import os\n    os._exit(0)\n```"  # leaves during the first test
+    run = await run_tests(task, leaves, tests)
+    assert not run.passed and run.counts == (0, 2)
+    assert "exited before the tests finished" in run.feedback
+
+
+async def test_a_stuck_test_fails_alone_and_the_others_still_run():
+    task = Task(id="m", question="Write f(x).", answer_type="code", tests=())
+    code = "```python\ndef f(x):\n    while x == 1:\n        pass\n    return x\n```"
+    run = await run_tests(task, code, ["assert f(2) == 2", "assert f(1) == 1", "assert f(3) == 3"])
+    assert not run.passed and run.counts == (2, 3)
+    assert "assert f(1) == 1  # TimeoutError: took too long" in run.feedback
 
 
 def test_an_example_ends_at_the_docstrings_end_or_a_blank_line():
