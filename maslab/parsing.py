@@ -22,8 +22,16 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def as_text(value: object) -> str:
-    """A reply's field as text: stripped, and empty for a missing (null) one."""
-    return "" if value is None else str(value).strip()
+    """A reply's field as text: a string stripped; a list as its items' texts joined with ", "
+    (``[14]``: "14"); any other value as JSON writes it (``true``, ``2.5``); empty for a
+    missing (null) one. Never Python's own spelling ("True", "[14]", "None")."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return ", ".join(text for text in map(as_text, value) if text)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def as_flag(value: object) -> bool:

@@ -37,17 +37,18 @@ Native structured output: the recruiter's and the evaluator's replies are reques
 JSON schemas where the model handle supports it (same prompts, same calls).
 
 Deviations: prompts are our own and task-generic. Every piece of state (experts, advice, the
-discussion) is local to one task: MASLab keeps the history and the advice on the instance, so
-they leak from one task into the next. The consensus check counts the agreements of the current
-round only: MASLab never clears its list of disagreeing reviews between rounds, so once any
-critic has disagreed its early stop can no longer fire. A recruiter reply that names fewer than
-N experts is filled up with generic ones instead of failing the task (MASLab raises); an
-evaluator reply that cannot be read counts as "not correct" with its whole text as the advice.
-Each agent sees explicit windows instead of MASLab's last-k history items: critics see the
-current solution only, the solver its current solution and the latest disagreeing reviews.
-The evaluator judges every turn, the last one included, as in MASLab: on the last turn the
-verdict is recorded but cannot change the answer. Only the vertical structure is implemented
-(the paper's horizontal one and tool execution are not).
+discussion) is local to one task, as in MASLab's runs (it keeps the history and the advice on
+the method instance, and its inference script builds a new instance per sample). The consensus
+check counts the agreements of the current round only: MASLab never clears its list of
+disagreeing reviews between rounds, so once any critic has disagreed its early stop can no
+longer fire. A recruiter reply that names fewer than N experts is filled up with generic ones
+instead of failing the task (MASLab raises); an evaluator reply that cannot be read counts as
+"not correct" with its whole text as the advice. Each agent sees explicit windows instead of
+MASLab's last-k history items: critics see the current solution only, the solver its current
+solution and the latest disagreeing reviews. The evaluator judges every turn, the last one
+included, as in MASLab: on the last turn the verdict is recorded but cannot change the answer.
+Only the vertical structure is implemented (the paper's horizontal one and tool execution are
+not).
 """
 
 from __future__ import annotations

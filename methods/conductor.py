@@ -12,7 +12,9 @@ Algorithm (planner cap S_p; sub-agents are exposed to the planner as tools; star
    ``"action": name, "arguments": {...}``. A synonym status is read as its canonical one ("done"
    as completed), any other status is kept as written, and an unreadable plan keeps the previous
    one: the plan never invalidates the action.
-   - ``final_answer`` ends the run with ``arguments.answer``.
+   - ``final_answer`` ends the run with ``arguments.answer``: a string as written, a list as
+     its items joined with ", " (one item: the item), anything else (a number) as JSON writes
+     it. A null answer, or a list of nothing, is no answer: the action is malformed.
    - A team member gets ``arguments.task`` inside a "you are helping a manager" brief, works
      with a fresh memory under its own cap, and its report comes back as the observation. The
      analyst reasons in one call. The coder writes a program, sees the sandbox's output and
@@ -63,7 +65,7 @@ from pydantic import (
 
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
-from maslab.parsing import parse_model
+from maslab.parsing import as_text, parse_model
 from maslab.sandbox import Limits
 from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
@@ -137,13 +139,15 @@ class Action(BaseModel):
 
     @model_validator(mode="after")
     def _final_answer_has_answer(self) -> Action:
-        if self.action == FINAL and "answer" not in self.arguments:
+        if self.action == FINAL and self.answer is None:
             raise ValueError(f"{FINAL} needs arguments.answer")
         return self
 
     @property
     def answer(self) -> str | None:
-        return str(self.arguments["answer"]) if self.action == FINAL else None
+        if self.action != FINAL or self.arguments.get("answer") is None:
+            return None
+        return as_text(self.arguments["answer"]) or None
 
 
 def planner_system(tools: Sequence[Tool]) -> str:

@@ -10,9 +10,9 @@ one per active agent, each reading every active node of the layer before):
 2. Round t >= 1: each active agent sees the question and the active round t-1 solutions
    (shuffled), writes an updated solution and rates every solution it saw from 1 to 5 (one
    JSON reply).
-3. From round 2 on, if N > 3: one listwise-ranker call reads the round t-1 solutions
-   (shuffled) and names the best 2; only those agents are active in round t. Otherwise every
-   agent stays active.
+3. From round 2 on, if N > 3 and more than 2 agents are active: one listwise-ranker call reads
+   the round t-1 solutions (shuffled) and names the best 2; only those agents are active in
+   round t. Otherwise the active agents stay active (so the ranker runs in round 2 only).
 4. Within a round the active agents are activated in an order drawn from the sample's random
    stream: the first floor(2n/3) + 1 of them run concurrently, the rest one at a time. After
    that first group and after each later node: if the most common answer (normalised as the
@@ -37,8 +37,8 @@ Agents are ``agent_1`` .. ``agent_N``, agent i holding the i-th role of the team
 the one ``optimize`` chose), so model roles can put single agents on other models;
 ``ranker`` is the listwise ranker.
 
-LLM calls: N > 3: at most N + N + (R-2)·(1 ranker + 2) (default 4 + 4 + 3 = 11); N <= 3: at
-most N·R. Fewer on an early consensus (3 at the least with the default team). ``optimize``
+LLM calls: N > 3: at most N + N + 1 ranker + (R-2)·2 (default 4 + 4 + 1 + 2 = 11); N <= 3:
+at most N·R. Fewer on an early consensus (3 at the least with the default team). ``optimize``
 costs one network run per validation task with N = |pool|.
 
 Budget stop: the majority over the latest round's nodes so far, after each consensus check.
@@ -54,6 +54,9 @@ Deviations:
   position* after shuffling is in the ranker's list of *agent ids* (``if idx in idx_mask``),
   so the activated agents are in effect random. We activate the agents the ranker chose,
   the paper's stated semantics.
+- Official code and MASLab call the ranker in every round from 2 on, and it asserts more than
+  2 candidates, so R > 3 fails there once round 2 has kept 2; we skip a ranking that would
+  have to keep every candidate.
 - Official code activates nodes one at a time and checks after each from the
   floor(2n/3)+1-th on; we run that first group concurrently (same call count, same result,
   deterministic whatever the completion order).
@@ -271,7 +274,7 @@ class DyLAN(Method):
     roles = (AGENT, RANKER)
     paper = "Liu et al., arXiv 2310.02170 (DyLAN)"
     category = "dynamic agent network (agent selection, early stop, team optimisation)"
-    calls = "N > 3: ≤ 2N + 3(R−2), N ≤ 3: ≤ N·R (default 11); fewer on an early consensus"
+    calls = "N > 3: ≤ 2N + 1 + 2(R−2), N ≤ 3: ≤ N·R (default 11); fewer on an early consensus"
 
     class Config(MethodConfig):
         team: tuple[Role, ...] = Field(DEFAULT_TEAM, min_length=1)
@@ -338,7 +341,7 @@ class DyLAN(Method):
         active = list(names)
         consensus: str | None = None
         for t in range(self.config.rounds):
-            if t >= 2 and len(team) > 3:
+            if t >= 2 and len(team) > 3 and len(active) > TOP:
                 active = await self.rank(task, ranker, rounds[-1], rng, t)
             order = rng.sample(active, len(active))
             previous = rounds[-1] if rounds else []

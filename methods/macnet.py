@@ -30,14 +30,16 @@ Budget stop: the artifact of the latest node in topological order, a sink's once
 
 Deviations: prompts are our own paraphrase. The paper's virtual input and output nodes are
 implicit: the input edge costs the source's single call (no critic, as there is nothing to
-review), and the output node refines nothing: it only merges several sinks (MASLab also
-runs a critic and an actor on each sink -> output edge, so a chain costs ``2N + 1`` there and
-``2N - 1`` here). Each edge's critic is its own agent, as in the paper (in MASLab, v's agent
-plays it). Personas come from a small built-in list, not the
-~100 SRDD profiles. Random DAGs use ``random_dag`` (each forward pair with probability 1/2,
-weakly connected) instead of MASLab's uniformly drawn edge count. MASLab's bug (the upstream
-artifact is read after its node was deleted, so critics never run and actors never see it)
-is not repeated: each critic reviews u's artifact and v's actor rewrites it.
+review), and the output node refines nothing: it only merges several sinks, so a chain costs
+``2N - 1``. Each edge's critic is its own agent, as in the paper (in MASLab, v's agent plays
+it). Personas come from a small built-in list, not the ~100 SRDD profiles. Random DAGs use
+``random_dag`` (each forward pair with probability 1/2, weakly connected) instead of MASLab's
+uniformly drawn edge count. MASLab's bug (the upstream artifact is read after its node was
+deleted, so critics never run and actors never see it) is not repeated: each critic reviews
+u's artifact and v's actor rewrites it. In MASLab the output node is a node like the others,
+so as written a chain would cost ``2N + 1`` (a critic and an actor on every edge, the input
+edge's actor alone); with the bug every edge costs one actor call, and a chain ``N + 1`` (6 at
+N = 5).
 """
 
 from __future__ import annotations

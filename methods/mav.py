@@ -8,46 +8,63 @@ Algorithm (n candidates, m aspect verifiers):
 1. A generator samples n candidate solutions of the question, each its own independent draw
    (agents ``generator_1`` .. ``generator_n`` send the same chain-of-thought prompt, so each
    draws from its own random stream, as in ``self_consistency``). All run concurrently.
-2. Every aspect verifier judges every candidate on its own: it reads the question and that
+2. The verifiers' aspects: all of ``aspects``, or, with ``draw = m``, m of them drawn at random
+   from the sample's random stream, the same m for every candidate.
+3. Every aspect verifier judges every candidate on its own: it reads the question and that
    one candidate (never the other candidates, nor the other verifiers' verdicts) and returns
    a binary verdict, approve or reject, from the point of view of its one aspect (say,
-   arithmetic correctness). All n·m verifications run concurrently.
-3. The answer is the candidate with the most approvals; ties go to the earliest candidate
+   arithmetic correctness): in one JSON call (``verification="json"``), or in a free critique
+   followed, in the same conversation, by an approval call (``verification="critique"``).
+   All n·m verifications run concurrently.
+4. The answer is the candidate with the most approvals; ties go to the earliest candidate
    (``tie_break="first"``), or, with ``tie_break="majority"``, to the earliest tied candidate
    whose extracted answer wins the majority vote among the tied candidates.
 
-LLM calls: n + n·m (default 16 + 16·4 = 80; n = 5 for a budget like ``self_consistency``'s:
-25).
+LLM calls: n + n·m, n + 2·n·m with ``verification="critique"`` (default 16 + 16·4 = 80; n = 5
+for a budget like ``self_consistency``'s: 25; ``preset=maslab``: 2 + 2·2·2 = 10).
 
 Budget stop: before any verdict, the first candidate (in candidate order) that has been
 written; then the candidate with the most approvals among the verdicts received so far (ties:
 the earliest candidate). A stop during generation verifies nothing.
 
 The paper's: generate n candidates independently, have a set of verifiers, each a (model,
-aspect) pair prompted to approve or reject a candidate with a binary True/False verdict,
-judge every candidate, and pick the candidate with the most approvals (BoN-MAV); verifiers
-may be put on several models (here with model roles: ``verifier_j`` is aspect j, so
-``--model-role verifier_2=...`` puts one aspect on another model). n = 16 is the paper's
-main comparison setting (it also scales n and m further).
+aspect) pair prompted to approve or reject a candidate with a binary True/False verdict, judge
+every candidate, and pick the candidate with the most approvals (BoN-MAV); verifiers may be put
+on several models (here with model roles: ``verifier_j`` checks the sample's j-th aspect, so
+``--model-role verifier_2=...`` puts one aspect on another model). n = 16 is the paper's main
+comparison setting (it also scales n and m further).
+
+MASLab's reference (``methods/mav``; the paper's code has no general-task version) differs
+from our defaults: n = 2; two verifiers drawn at random from a list of eight aspects (once per
+method instance, i.e. per sample, from Python's global random state), the same two for both
+candidates; each verification is a critique call, then an approval call that sees the
+critique, both at temperature 0; the highest approval fraction wins (ties: the first): 10
+calls. Our defaults are the paper's n = 16 with four fixed aspects, one JSON call per
+verification at the run's sampling settings: 80 calls. ``preset=maslab`` (on the command line
+``--config preset=maslab``) runs MASLab's protocol with our prompts: n = 2,
+``aspects=MASLAB_ASPECTS`` (our wording of its eight), ``draw=2`` from the sample's seeded
+random stream, ``verification="critique"`` and ``verifier_temperature=0``; it sets only the
+settings left at our defaults (``preset=maslab n=4`` keeps n = 4).
 
 Our choices (deviations): the prompts and the aspect catalogue (``ASPECTS``) are our own
 wording, zero-shot and task-generic; the paper has its own, larger, domain-selected pool of
 aspect prompts and verifier strategies, and several verifier models. The default is four
 aspects (arithmetic, logic, final answer, constraints) on the run's model. A verdict is
-requested as JSON (``reasoning`` and ``approve``), natively where the model supports
-structured output, else read from the text (a JSON object, then an ``approve: true/false``
-line); a verdict that cannot be read counts as a reject and is recorded as ``None`` in
-``metadata["verdicts"]``. The tie rule (earliest candidate) is ours; ``tie_break="majority"``
-is an option of ours too.
+requested as JSON (``reasoning`` and ``approve``; the approval call: ``approve`` alone),
+natively where the model supports structured output, else read from the text (a JSON object,
+then an ``approve: true/false`` line); a verdict that cannot be read counts as a reject and is
+recorded as ``None`` in ``metadata["verdicts"]``. The tie rule (earliest candidate) is ours;
+``tie_break="majority"`` is an option of ours too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
 from maslab.aggregation import majority_decision
 from maslab.context import Context
@@ -83,9 +100,49 @@ ASPECTS: dict[str, str] = {
         "completeness: check that the solution covers every part of the question and does "
         "not stop before reaching a definite answer"
     ),
+    "units": (
+        "units and quantities: follow every quantity through the solution and check that its "
+        "unit, or what it counts, stays right at every step and in the answer"
+    ),
+    "summary": (
+        "the argument as a whole: retell the solution in your own words, step by step, and "
+        "probe every part of it that looks doubtful"
+    ),
+    "edge_cases": (
+        "edge cases: try the extreme values, boundary conditions and special cases the "
+        "question allows, and check that the solution still holds for each of them"
+    ),
+    "mistakes": (
+        "typical slips: look for the errors commonly made on problems of this kind, such as "
+        "miscalculations, sign errors, misread conditions and misconceptions"
+    ),
+    "domain": (
+        "use of the subject: check that the solution applies the knowledge, established "
+        "results and standard methods of the relevant field correctly"
+    ),
+    "rederive": (
+        "an independent view: explain the solution differently from how it is written, by "
+        "another route to its result, and look for the flaws this brings to light"
+    ),
 }
-Aspect = Literal["arithmetic", "logic", "final_answer", "constraints", "facts", "completeness"]
+Aspect = Literal[
+    "arithmetic", "logic", "final_answer", "constraints", "facts", "completeness", "units",
+    "summary", "edge_cases", "mistakes", "domain", "rederive",
+]  # fmt: skip
 DEFAULT_ASPECTS: tuple[Aspect, ...] = ("arithmetic", "logic", "final_answer", "constraints")
+MASLAB_ASPECTS: tuple[Aspect, ...] = (
+    "units", "summary", "edge_cases", "mistakes", "domain", "arithmetic", "logic", "rederive",
+)  # fmt: skip
+"""Our counterparts of MASLab's eight verifier aspects, in its order."""
+PRESETS: dict[str, dict[str, Any]] = {
+    "maslab": {
+        "n": 2,
+        "aspects": MASLAB_ASPECTS,
+        "draw": 2,
+        "verification": "critique",
+        "verifier_temperature": 0.0,
+    },
+}
 
 
 def _flag(value: object) -> bool | None:
@@ -115,6 +172,12 @@ class Verdict(BaseModel):
 
 
 VERDICT_SCHEMA = object_schema(reasoning=STRING, approve={"type": "boolean"})
+APPROVAL_SCHEMA = object_schema(approve={"type": "boolean"})
+APPROVAL_PROMPT = (
+    "From your review above, give your verdict on the proposed solution. Reply with a JSON "
+    'object with one key, "approve": true if you found no error in the aspect you checked, '
+    "false if you found one."
+)
 _APPROVE_LINE = re.compile(r"\bapprove\b\W{0,3}\s*[:=]\s*\W{0,2}(true|false)\b", re.IGNORECASE)
 
 
@@ -127,15 +190,27 @@ def read_verdict(text: str) -> bool | None:
     return found[-1].lower() == "true" if found else None
 
 
-def verify_prompt(task: Task, candidate: str, aspect: str) -> str:
+def _assignment(task: Task, candidate: str, aspect: str) -> str:
     return (
         "You are checking one proposed solution, and only one aspect of it.\n\n"
         f"Question:\n{task.prompt()}\n\nProposed solution:\n{candidate.strip()}\n\n"
         f"The aspect you check is {ASPECTS[aspect]}.\n\n"
+    )
+
+
+def verify_prompt(task: Task, candidate: str, aspect: str) -> str:
+    return _assignment(task, candidate, aspect) + (
         "Work through that aspect carefully. Approve the solution only if you find no error "
         "in it; reject it if you find one. Reply with a JSON object with two keys: "
         '"reasoning", a short account of what you checked and found, as a string, and '
         '"approve", true to approve the solution or false to reject it.'
+    )
+
+
+def critique_prompt(task: Task, candidate: str, aspect: str) -> str:
+    return _assignment(task, candidate, aspect) + (
+        "Work through that aspect step by step, thinking out loud. If you come to an error, "
+        "stop there and explain it; if you find none, say that the solution holds up."
     )
 
 
@@ -151,12 +226,38 @@ class MultiAgentVerification(Method):
     roles = (GENERATOR, VERIFIER)
     paper = "Lifshitz et al., arXiv 2502.20379 (Multi-Agent Verification, BoN-MAV)"
     category = "generation + multi-verifier selection"
-    calls = "n + n·m (default 16 + 16·4 = 80; `n=5`: 25)"
+    calls = (
+        "n + n·m; n + 2·n·m with `verification=critique` (default 16 + 16·4 = 80; `n=5`: 25; "
+        "`preset=maslab`: 2 + 2·2·2 = 10)"
+    )
 
     class Config(MethodConfig):
+        preset: Literal["maslab"] | None = None
+        """Another protocol's values (``PRESETS``) for the settings left at their defaults."""
         n: int = Field(16, ge=1)
         aspects: tuple[Aspect, ...] = Field(DEFAULT_ASPECTS, min_length=1)
+        draw: int | None = Field(None, ge=1)
+        """m, the aspects each sample draws at random from ``aspects``; None: all of them."""
+        verification: Literal["json", "critique"] = "json"
+        verifier_temperature: float | None = Field(None, ge=0)
+        """The verifiers' sampling temperature; None: the run's."""
         tie_break: Literal["first", "majority"] = "first"
+
+        @model_validator(mode="before")
+        @classmethod
+        def _preset(cls, data: Any) -> Any:
+            """The preset's values where a setting is absent or at its default: the command
+            line passes every default along with ``--config`` (``preset=maslab n=4``: n = 4)."""
+            name = data.get("preset") if isinstance(data, Mapping) else None
+            if not isinstance(name, str) or name not in PRESETS:
+                return data
+
+            def at_default(key: str) -> bool:
+                default = cls.model_fields[key].default
+                value = data.get(key, default)
+                return (tuple(value) if isinstance(value, list) else value) == default
+
+            return {**data, **{k: v for k, v in PRESETS[name].items() if at_default(k)}}
 
         @field_validator("aspects")
         @classmethod
@@ -165,13 +266,25 @@ class MultiAgentVerification(Method):
                 raise ValueError("each aspect may appear once")
             return aspects
 
+        @model_validator(mode="after")
+        def _draw_fits(self) -> MultiAgentVerification.Config:
+            if self.draw is not None and self.draw > len(self.aspects):
+                raise ValueError(f"draw {self.draw} exceeds the {len(self.aspects)} aspects")
+            return self
+
+        @property
+        def verifiers(self) -> int:
+            """m, the verifiers of a sample."""
+            return self.draw or len(self.aspects)
+
     def agent_names(self) -> tuple[str, ...]:
-        return numbered(GENERATOR, self.config.n) + numbered(VERIFIER, len(self.config.aspects))
+        return numbered(GENERATOR, self.config.n) + numbered(VERIFIER, self.config.verifiers)
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
+        aspects = ctx.rng.sample(cfg.aspects, cfg.draw) if cfg.draw else list(cfg.aspects)
         generator_names = numbered(GENERATOR, cfg.n)
-        verifier_names = numbered(VERIFIER, len(cfg.aspects))
+        verifier_names = numbered(VERIFIER, len(aspects))
         ctx.topology = Topology.layered([generator_names, verifier_names])
         prompt = cot_prompt(task)
         written: dict[int, str] = {}
@@ -186,18 +299,22 @@ class MultiAgentVerification(Method):
 
         candidates = list(await asyncio.gather(*(generate(i) for i in range(cfg.n))))
 
-        verifiers = [ctx.agent(name, role=VERIFIER) for name in verifier_names]  # one per aspect
-        verdicts: list[list[bool | None]] = [[None] * len(verifiers) for _ in candidates]
+        temperature = cfg.verifier_temperature
+        sampling = {} if temperature is None else {"temperature": temperature}
+        verdicts: list[list[bool | None]] = [[None] * len(aspects) for _ in candidates]
         approvals = [0] * len(candidates)
 
         async def verify(i: int, j: int) -> None:
-            agent = verifiers[j]
+            # verifier_j checks aspect j; a fresh conversation for each candidate
+            agent = ctx.agent(verifier_names[j], role=VERIFIER, **sampling)
+            if cfg.verification == "critique":
+                prompt = critique_prompt(task, candidates[i], aspects[j])
+                await agent.reply(prompt, round=1, kind="critique")
+                prompt, schema = APPROVAL_PROMPT, APPROVAL_SCHEMA
+            else:
+                prompt, schema = verify_prompt(task, candidates[i], aspects[j]), VERDICT_SCHEMA
             said = await agent.reply(
-                verify_prompt(task, candidates[i], cfg.aspects[j]),
-                round=1,
-                kind="verdict",
-                remember=False,
-                **json_params(agent.model, "verdict", VERDICT_SCHEMA),
+                prompt, round=1, kind="verdict", **json_params(agent.model, "verdict", schema)
             )
             verdicts[i][j] = read_verdict(said.content)
             approvals[i] += verdicts[i][j] is True
@@ -205,7 +322,7 @@ class MultiAgentVerification(Method):
             ctx.propose(candidates[best], candidate=best + 1, approvals=list(approvals))
 
         await asyncio.gather(
-            *(verify(i, j) for i in range(len(candidates)) for j in range(len(verifiers)))
+            *(verify(i, j) for i in range(len(candidates)) for j in range(len(aspects)))
         )
 
         top = max(approvals)
@@ -217,6 +334,7 @@ class MultiAgentVerification(Method):
         return Solution(
             answer=candidates[chosen],
             metadata={
+                "aspects": aspects,
                 "chosen": chosen + 1,
                 "approvals": approvals,
                 "tied": [i + 1 for i in tied],

@@ -38,18 +38,19 @@ Native structured output: where the model handle supports it, the self-evaluatio
 with its JSON schema as well (same prompt, same calls); either way it is parsed defensively.
 
 Deviations: prompts are our own, zero-shot and task-generic (the paper uses few-shot prompts
-per environment). Defaults: T = 5 trials (the official HumanEval runs' ``max_iters``) and
-Ω = 3 (the paper bounds the memory to 1-3 reflections). For non-code tasks the evaluator is the
-model judging itself (the paper's HotPotQA evaluator uses exact match with the gold answer,
-which a method never sees here); a judgement that is not valid JSON counts as a failure with
-its whole text as the feedback (``metadata["parsed"]``). On code tasks the official agent
-writes the tests before the first program; we write them just after it (the test writer sees
-only the question either way), so a budget stop after one call still has an answer. Tests that
-do not parse as one ``assert`` statement are dropped; with no test left an attempt passes when
-its code runs without error. The official programming agent shows the actor only the latest
-reflection; we show the last Ω for every task type. An empty reflection is not stored. The
-three parts are three model roles (``actor``, ``evaluator``, ``reflector``) on the run's model
-unless model roles say otherwise.
+per environment). Defaults: T = 5 trials (the official HumanEval runs' ``max_iters``) and Ω = 3
+(the paper bounds the memory to 1-3 reflections). For non-code tasks the evaluator is the model
+judging itself (the paper's HotPotQA evaluator uses exact match with the gold answer, which a
+method never sees here); a judgement that is not valid JSON counts as a failure
+(``metadata["parsed"]``), a JSON one may leave out either key (no ``correct``: a failure), and
+wherever ``feedback`` is missing the whole reply is the feedback. On code tasks the official
+agent writes the tests before the first program; we write them just after it (the test writer
+sees only the question either way), so a budget stop after one call still has an answer. Tests
+that do not parse as one ``assert`` statement are dropped; with no test left an attempt passes
+when its code runs without error. The official programming agent shows the actor only the
+latest reflection; we show the last Ω for every task type. An empty reflection is not stored.
+The three parts are three model roles (``actor``, ``evaluator``, ``reflector``) on the run's
+model unless model roles say otherwise.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ ACTOR, EVALUATOR, REFLECTOR = "actor", "evaluator", "reflector"
 class Judgement(BaseModel):
     """The evaluator's JSON reply on a non-code attempt."""
 
-    feedback: Text
+    feedback: Text = ""
     correct: Flag = False
 
 
@@ -192,7 +193,7 @@ class Reflexion(Method):
                 ctx.post(EVALUATOR, run.feedback, round=r, kind="test_results")
                 passed, evaluation = run.passed, run.feedback
                 results.append(run.counts)
-                code = extract_answer(attempt, "code")
+                code = extract_answer(attempt, "code", entry_point=task.entry_point)
                 previous = (code, evaluation) if code is not None else None
             else:
                 passed, evaluation = await self._judge(task, evaluator, attempt, r, parsed)

@@ -25,13 +25,14 @@ its JSON schema as well (same prompt, same calls); either way it is parsed as be
 
 Deviations: prompts are our own, zero-shot and task-generic (the paper uses task-specific
 few-shot prompts and feedback dimensions, e.g. program-of-thought code for GSM8K). The stop
-signal is an explicit ``stop`` field rather than a task-specific score threshold or phrase;
-a critique that is not valid JSON counts as feedback without a stop (its whole text is the
-feedback; ``metadata["parsed"]`` records which critiques parsed). The three parts are three
-model roles (``generator``, ``critic``, ``refiner``) on the run's model unless model roles
-say otherwise; the paper uses one model for all. After the T-th refinement no critique is
-requested: the paper's loop would ask for one only to stop on the iteration cap, and it
-cannot change the final answer, so we save the call.
+signal is an explicit ``stop`` field rather than a task-specific score threshold or phrase; a
+critique that is not valid JSON counts as feedback without a stop (``metadata["parsed"]``
+records which critiques parsed), a JSON one may leave out either key (no ``stop``: no stop; a
+stop needs no feedback), and wherever ``feedback`` is missing the whole reply is the feedback.
+The three parts are three model roles (``generator``, ``critic``, ``refiner``) on the run's
+model unless model roles say otherwise; the paper uses one model for all. After the T-th
+refinement no critique is requested: the paper's loop would ask for one only to stop on the
+iteration cap, and it cannot change the final answer, so we save the call.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ GENERATOR, CRITIC, REFINER = "generator", "critic", "refiner"
 class Feedback(BaseModel):
     """The critic's JSON reply: its feedback and whether the answer is ready as it is."""
 
-    feedback: Text
+    feedback: Text = ""
     stop: Flag = False
 
 

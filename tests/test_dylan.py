@@ -117,18 +117,18 @@ def test_defaults_and_validation():
 
 
 @pytest.mark.parametrize(
-    ("n", "rounds", "expected"), [(4, 3, 11), (5, 4, 16), (3, 3, 9), (2, 4, 8)]
+    ("n", "rounds", "expected"), [(4, 3, 11), (5, 4, 15), (4, 5, 15), (3, 3, 9), (2, 4, 8)]
 )
 async def test_without_consensus_the_calls_reach_the_formula(n, rounds, expected):
     model = ScriptedModel(script(answer=distinct))
     solution, ctx = await run(model, team=team(n), rounds=rounds)
-    formula = 2 * n + 3 * (rounds - 2) if n > 3 else n * rounds
+    formula = 2 * n + 1 + 2 * (rounds - 2) if n > 3 else n * rounds
     assert len(model.calls) == ctx.usage.calls == formula == expected
     by_round = calls_by_round(ctx)
     assert sorted(by_round[0]) == sorted(by_round[1]) == [f"agent_{i}" for i in range(1, n + 1)]
     for r in range(2, rounds):
         agents = [a for a in by_round[r] if a != "ranker"]
-        assert by_round[r].count("ranker") == (1 if n > 3 else 0)
+        assert by_round[r].count("ranker") == (1 if n > 3 and r == 2 else 0)
         assert len(agents) == (2 if n > 3 else n)
     meta = solution.metadata
     assert meta["stopped_early"] is False and meta["rounds_run"] == rounds
@@ -185,14 +185,14 @@ async def test_the_ranker_selects_agents_by_id_and_only_they_run_in_later_rounds
     for seed in range(6):
         model = ScriptedModel(script(answer=distinct, pick=choose("agent_3", "agent_1")))
         solution, _ = await run(model, ctx=Context(model, seed=seed), rounds=4)
-        assert len(model.calls) == 4 + 4 + 2 * 3
+        assert len(model.calls) == 4 + 4 + 1 + 2 * 2
         by_round: dict[int, list[ChatRequest]] = {}
         for request in model.requests:
             by_round.setdefault(round_of(request), []).append(request)
         for r in (2, 3):
             ranker = [q for q in by_round[r] if agent_of(q) == "ranker"]
             nodes = [q for q in by_round[r] if agent_of(q) != "ranker"]
-            assert len(ranker) == 1
+            assert len(ranker) == (1 if r == 2 else 0)  # round 3: nothing left to choose from
             assert sorted(agent_of(q) for q in nodes) == ["agent_1", "agent_3"]
             expected = (
                 ["agent_1", "agent_2", "agent_3", "agent_4"] if r == 2 else ["agent_1", "agent_3"]
@@ -205,6 +205,16 @@ async def test_the_ranker_selects_agents_by_id_and_only_they_run_in_later_rounds
             assert sorted(seen(request)) == ["agent_1", "agent_2", "agent_3", "agent_4"]
         assert all(seen(q) == [] for q in by_round[0])  # round 0: the question only
         assert sorted(solution.metadata["activated"][2]) == ["agent_1", "agent_3"]
+
+
+async def test_the_ranker_is_never_asked_to_keep_every_candidate():
+    model = ScriptedModel(script(answer=distinct))
+    solution, _ = await run(model, rounds=5)
+    rankings = [q for q in model.requests if agent_of(q) == "ranker"]
+    assert [len(seen(q)) for q in rankings] == [4]  # round 2 only; later rounds have 2 agents
+    assert len(model.calls) == 4 + 4 + 1 + 2 * 3
+    assert solution.metadata["rounds_run"] == 5
+    assert [len(a) for a in solution.metadata["activated"]] == [4, 4, 2, 2, 2]
 
 
 async def test_each_node_sees_the_solutions_in_its_own_shuffled_order():

@@ -5,6 +5,7 @@ command line."""
 from __future__ import annotations
 
 import json
+import random
 import re
 
 import pytest
@@ -17,9 +18,13 @@ from maslab.llm.types import ChatRequest
 from maslab.method import get_method
 from maslab.methods.cot import cot_prompt
 from maslab.methods.mav import (
+    APPROVAL_PROMPT,
+    APPROVAL_SCHEMA,
     ASPECTS,
+    MASLAB_ASPECTS,
     VERDICT_SCHEMA,
     MultiAgentVerification,
+    critique_prompt,
     read_verdict,
     verify_prompt,
 )
@@ -246,6 +251,93 @@ async def test_a_budget_stop_during_verification_returns_the_best_approved_so_fa
     assert solution.answer == "cand-2: The answer is 7."
 
 
+# --- MASLab's protocol (preset=maslab) ----------------------------------------------------------
+
+
+def maslab_script(approve=lambda i, aspect: True):
+    """Candidates as in ``script``; a critique names its candidate and aspect; the approval that
+    follows it approves candidate i when ``approve(i, aspect)``."""
+
+    def respond(request: ChatRequest) -> str:
+        agent = agent_of(request)
+        if agent.startswith("generator_"):
+            return f"cand-{index_of(agent)}: The answer is 42."
+        (i,) = map(int, _CANDIDATE.findall(request.messages[0]["content"]))
+        (aspect,) = [a for a, text in ASPECTS.items() if text in request.messages[0]["content"]]
+        if last_user_message(request) == APPROVAL_PROMPT:
+            return json.dumps({"approve": approve(i, aspect)})
+        return f"CRITIQUE of cand-{i} on {aspect}"
+
+    return respond
+
+
+def test_the_maslab_preset_sets_its_protocol_and_explicit_settings_win():
+    config = MultiAgentVerification(preset="maslab").config
+    assert (config.n, config.aspects, config.draw) == (2, MASLAB_ASPECTS, 2)
+    assert (config.verification, config.verifier_temperature) == ("critique", 0.0)
+    assert len(set(MASLAB_ASPECTS)) == 8 and set(MASLAB_ASPECTS) <= set(ASPECTS)
+    assert MultiAgentVerification(preset="maslab", n=3, draw=1).config.n == 3
+    # the command line passes every default along with --config preset=maslab
+    every_default = MultiAgentVerification.Config().model_dump(mode="json")
+    assert MultiAgentVerification({**every_default, "preset": "maslab"}).config == config
+    assert MultiAgentVerification(preset="maslab").agent_names()[-1] == "verifier_2"
+    for bad in ({"preset": "nope"}, {"draw": 5}, {"preset": "maslab", "draw": 9}):
+        with pytest.raises(ConfigError):
+            MultiAgentVerification(**bad)
+
+
+async def test_the_maslab_preset_critiques_then_approves_at_temperature_0_in_10_calls():
+    model = ScriptedModel(maslab_script(lambda i, aspect: i == 2))
+    ctx = Context(model, sampling={"temperature": 0.7})
+    solution, ctx = await run(model, ctx, preset="maslab")
+    assert len(model.calls) == ctx.usage.calls == 2 + 2 * 2 * 2 == 10
+    aspects = solution.metadata["aspects"]
+    assert len(aspects) == len(set(aspects)) == 2 and set(aspects) <= set(MASLAB_ASPECTS)
+    verifications = [r for r in model.requests if agent_of(r).startswith("verifier")]
+    critiques = [r for r in verifications if len(r.messages) == 1]
+    approvals = [r for r in verifications if len(r.messages) == 3]
+    assert len(critiques) == len(approvals) == 4
+    for request in approvals:  # the approval call continues its own critique's conversation
+        prompt, critique, ask = request.messages
+        j = index_of(agent_of(request))
+        (i,) = map(int, _CANDIDATE.findall(prompt["content"]))
+        candidate = f"cand-{i}: The answer is 42."
+        assert prompt["content"] == critique_prompt(TASK, candidate, aspects[j - 1])
+        assert critique == {
+            "role": "assistant",
+            "content": f"CRITIQUE of cand-{i} on {aspects[j - 1]}",
+        }
+        assert ask == {"role": "user", "content": APPROVAL_PROMPT}
+    assert {r.temperature for r in verifications} == {0.0}
+    assert {r.temperature for r in model.requests if r not in verifications} == {0.7}
+    assert solution.metadata["approvals"] == [0, 2] and solution.answer.startswith("cand-2:")
+    assert solution.metadata["verdicts"] == [[False, False], [True, True]]
+
+
+@pytest.mark.parametrize("native", [True, False])
+async def test_the_approval_schema_is_sent_natively_where_supported(native):
+    model = ScriptedModel(maslab_script(), native=["structured_output"] if native else [])
+    await run(model, preset="maslab")
+    for request in model.requests:
+        if native and request.messages[-1]["content"] == APPROVAL_PROMPT:
+            assert request.response_format["json_schema"]["schema"] == APPROVAL_SCHEMA
+        else:
+            assert request.response_format is None
+
+
+async def test_the_maslab_preset_draws_its_aspects_from_the_samples_seeded_stream():
+    async def drawn(seed: int) -> list[str]:
+        random.seed(seed + 1000)  # the global random state must not matter
+        model = ScriptedModel(maslab_script())
+        solution, _ = await run(model, Context(model, seed=seed), preset="maslab")
+        return solution.metadata["aspects"]
+
+    for seed in range(3):
+        expected = Context("scripted:echo", seed=seed).rng.sample(MASLAB_ASPECTS, 2)
+        assert await drawn(seed) == await drawn(seed) == expected
+    assert len({tuple(await drawn(seed)) for seed in range(8)}) > 1
+
+
 class TwoModels(ModelPool):
     def __init__(self) -> None:
         super().__init__()
@@ -311,3 +403,12 @@ def test_the_command_line_runs_mav_end_to_end(tmp_path):
     assert len(calls) == 2 + 2 * 4
     assert {m for a, m in calls if a == "verifier_1"} == {f"scripted:{verifier}"}
     assert {m for a, m in calls if a != "verifier_1"} == {"scripted:echo"}
+    maslab = tmp_path / "maslab"
+    code = main(
+        ["run", "--method", "mav", "--benchmark", "arith", "--model", "scripted:echo",
+         "--config", "preset=maslab", "--limit", "1", "--out", str(maslab), "--no-cache",
+         "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    results = [json.loads(line) for line in (maslab / "results.jsonl").read_text().splitlines()]
+    assert [r["usage"]["calls"] for r in results] == [10]

@@ -251,6 +251,34 @@ async def test_two_malformed_actions_in_a_row_force_the_final_answer():
     assert solution.metadata["trace"] == [{"step": 0, "action": None}, {"step": 1, "action": None}]
 
 
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        (14, "14"),
+        (2.5, "2.5"),
+        (True, "true"),
+        ({"x": 1}, '{"x": 1}'),
+        ([14], "14"),
+        (["3", 4], "3, 4"),
+        ([[1, 2], 3], "1, 2, 3"),
+    ],
+)
+async def test_a_final_answer_that_is_no_string_is_written_out_as_text(answer, text):
+    team = Team(planner=[final(answer)])
+    solution = await get_method("conductor")().solve(TASK, Context(team.model))
+    assert solution.answer == text and solution.metadata["finish"] == "final_answer"
+
+
+@pytest.mark.parametrize("nothing", [None, [], [None]])
+async def test_a_null_final_answer_is_no_answer_and_gets_the_corrective_retry(nothing):
+    team = Team(planner=[final(nothing), final("42")])
+    ctx = Context(team.model)
+    solution = await get_method("conductor")().solve(TASK, ctx)
+    assert len(team.model.calls) == 2 and solution.answer == "42"
+    assert "not a valid action" in prompts(ctx, "planner")[1]
+    assert [t["action"] for t in solution.metadata["trace"]] == [None, "final_answer"]
+
+
 async def test_a_malformed_step_only_resets_after_a_valid_one():
     team = Team(
         planner=["junk", action("analyst", task="x"), "junk again", final("42")], analyst=["r"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import BaseModel
 
-from maslab.parsing import parse_json_object, parse_model
+from maslab.parsing import as_text, parse_json_object, parse_model
 
 
 class Verdict(BaseModel):
@@ -89,3 +91,18 @@ def test_parse_model_reads_unescaped_latex():
     text = r'{"preference": true, "answer": "\frac{\sqrt{3}}{2} \times \pi"}'
     expected = Verdict(preference=True, answer=r"\frac{\sqrt{3}}{2} \times \pi")
     assert parse_model(text, Verdict) == expected
+
+
+def test_a_text_field_never_takes_pythons_spelling_of_a_value():
+    """A JSON list, number or boolean in a text field reads as a person would write it."""
+    values = {
+        '"  x "': "x",
+        "[14]": "14",
+        '["B", 3, null, ""]': "B, 3",
+        "true": "true",
+        "2.5": "2.5",
+        '{"x": 1}': '{"x": 1}',
+        "null": "",
+    }
+    for written, text in values.items():
+        assert as_text(json.loads(written)) == text, written

@@ -153,6 +153,22 @@ async def test_garbage_judgements_count_as_failures_and_prose_around_json_still_
     assert solution.answer == "try again" and solution.metadata["reflections"] == []
 
 
+async def test_a_correct_judgement_without_feedback_passes():
+    def respond(request) -> str:
+        if is_judge(last_user_message(request)):
+            return '{"correct": true}'
+        return f"attempt-{len(model.calls)}: The answer is 42."
+
+    model = ScriptedModel(respond)  # the text protocol: no native structured output
+    ctx = Context(model)
+    solution = await Reflexion().solve(TASK, ctx)
+    assert len(model.calls) == 2
+    assert [r.agent for r in ctx.ledger.records] == ["actor", "evaluator"]
+    assert solution.answer == "attempt-0: The answer is 42."
+    assert solution.metadata["passed"] is True and solution.metadata["trials"] == 1
+    assert solution.metadata["parsed"] == [True]
+
+
 @pytest.mark.parametrize("native", [True, False])
 async def test_the_judgement_schema_is_sent_natively_where_supported(native):
     model = ScriptedModel(script(2), native=["structured_output"] if native else [])

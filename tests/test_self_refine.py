@@ -113,6 +113,21 @@ async def test_the_stop_signal_is_read_from_json_and_text_without_it_never_stops
     assert "fix-1: looks fine to me." in records_of(ctx, "refiner")[0].messages[-1]["content"]
 
 
+async def test_a_stop_without_feedback_is_a_stop():
+    def respond(request) -> str:
+        if last_user_message(request).startswith("Here is a question and a proposed answer"):
+            return '{"stop": true}'
+        return f"answer-{len(model.calls)}: The answer is 42."
+
+    model = ScriptedModel(respond)  # the text protocol: no native structured output
+    ctx = Context(model)
+    solution = await SelfRefine().solve(TASK, ctx)
+    assert len(model.calls) == 2
+    assert [r.agent for r in ctx.ledger.records] == ["generator", "critic"]
+    assert solution.answer == "answer-0: The answer is 42."
+    assert solution.metadata == {"refinements": 0, "stopped": True, "parsed": [True]}
+
+
 @pytest.mark.parametrize("native", [True, False])
 async def test_the_feedback_schema_is_sent_natively_where_supported(native):
     model = ScriptedModel(script(2), native=["structured_output"] if native else [])
