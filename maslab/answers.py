@@ -4,6 +4,8 @@ Extraction order for every type but ``code``: the last ``\\boxed{...}``, else th
 last answer marker ("The answer is", "Final answer:", "answer:", "#### 18", "The correct choice
 is", "Best option:"), else a type-specific fallback over the whole reply. A boxed or marker span
 that yields nothing for the type (say, no number in it) falls through to the next step.
+``code`` is the fenced Python block a grader would take: the last that defines the task's entry
+point, else the last; never a block in another language.
 Everything here is pure and never evaluates text.
 """
 

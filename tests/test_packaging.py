@@ -41,6 +41,10 @@ def test_the_wheel_holds_only_the_maslab_package(wheel):
         assert f"maslab/{folder}/__init__.py" in names
     assert "maslab/methods/llm_debate.py" in names
     assert "maslab/methods/goagent/policy.py" in names  # a method that is a package
+    source = Path(__file__).resolve().parents[1] / "maslab"
+    for module in source.rglob("*.py"):  # every module of maslab/, subpackages too
+        if "__pycache__" not in module.parts:
+            assert f"maslab/{module.relative_to(source).as_posix()}" in names
 
 
 def test_an_installed_copy_imports_the_plugin_folders_under_maslab(wheel, tmp_path):

@@ -37,6 +37,10 @@ SMOKE: dict[str, tuple[str, list[str]]] = {
         "--calls 8 --cap 4 --latency 0.01",
         ["transports.1.client_cpu_ms_per_call", "transports.1.bound_ratio", "settings.bound_s"],
     ),
+    "code_scoring.py": (
+        "--tasks 2 --concurrency 2",
+        ["scorings.1.ms_per_task", "scorings.1.ratio", "scorings.0.passed"],
+    ),
     "math_pool.py": (
         "--checks 5 --workers 1 2",
         ["pools.1.checks_per_s", "pools.1.speed_up", "pools.0.correct"],
