@@ -161,8 +161,9 @@ def run_config(
     if max_tokens is None:
         max_tokens = DEMO_MAX_TOKENS if model == DEMO_MODEL else defaults.MAX_TOKENS
     method_name, settings = _method_settings(method)
-    method_config = apply_overrides(settings, config or (), f"{method_name} {option('config')}")
-    method_object = get_method(method_name)(method_config)  # one-line error before any work
+    overridden = apply_overrides(settings, config or (), f"{method_name} {option('config')}")
+    method_object = get_method(method_name)(overridden)  # one-line error before any work
+    method_config = method_object.config.model_dump(mode="json")  # what runs (a preset's too)
     evaluator_name = evaluator or get_benchmark(benchmark).evaluator
     extra = apply_overrides({}, evaluator_options or (), option("evaluator_options"))
     if judge_model and "judge" in extra:

@@ -11,6 +11,7 @@ benchmarks:
   - {name: arith, options: {difficulty: 4}, optimize_on: dev, optimize_limit: 20}
   - {name: arith, options: {difficulty: 6}, label: arith-hard}   # one name twice: label them
 limit: 50
+shuffle: false                # shuffle each benchmark's tasks with seed before the limit
 repeats: 1
 concurrency: 32               # model calls in flight across all running cells
 max_cells: 4                  # cells run at once
@@ -18,6 +19,15 @@ sampling: {temperature: 0.5, max_tokens: 2048}
 evaluator: llm_judge          # optional; then judge_model is required
 judge_model: openai:gpt-4o-mini
 # evaluator_options: {judge_a: SPEC, judge_b: SPEC}   # the named evaluator's options
+max_calls: 20                 # per-sample budgets, as maslab run --max-calls,
+max_sample_tokens: 60000      # --max-sample-tokens and --max-sample-seconds
+max_sample_seconds: 300
+
+Every option of ``maslab run`` (and of :func:`maslab.evaluate`) has its key: per sweep, or per
+method (``config``, ``model_roles``) or benchmark (``options``, ``data``, ``split``, ``limit``,
+``optimize_on``, ``optimize_limit``) entry; ``sampling`` holds temperature and max_tokens. Where
+the samples are solved (``--backend`` and Ray's options), ``--quiet`` and ``--import`` are
+``maslab sweep``'s options, for all the cells; a shard (``--shard``) is not a sweep's.
 
 A file is checked as a whole (names, configs, providers, endpoint aliases) before anything runs.
 What only the environment can make right (an API key variable, a dataset) is checked per cell,
@@ -126,6 +136,7 @@ class Sweep(BaseModel):
     methods: list[MethodCell] = Field(min_length=1)
     benchmarks: list[BenchmarkCell] = Field(min_length=1)
     limit: int | None = Field(None, ge=1)
+    shuffle: bool = False
     repeats: int = Field(defaults.REPEATS, ge=1)
     seed: int = defaults.SEED
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
@@ -135,6 +146,11 @@ class Sweep(BaseModel):
     evaluator: str | None = None
     judge_model: str | None = None
     evaluator_options: dict[str, Any] = Field(default_factory=dict)
+    # every cell's per-sample budgets: maslab run's --max-calls, --max-sample-tokens and
+    # --max-sample-seconds (RunConfig's max_calls, max_tokens and max_seconds)
+    max_calls: int | None = Field(None, ge=1)
+    max_sample_tokens: int | None = Field(None, ge=1)
+    max_sample_seconds: float | None = Field(None, gt=0)
     cache: str | bool = True
     strict_sandbox: bool = False
     native: bool = True
@@ -242,6 +258,7 @@ class Sweep(BaseModel):
                 benchmark_options=bench.options,
                 split=bench.split,
                 limit=min(caps, default=None),
+                shuffle=self.shuffle,
                 data=bench.data,
                 model=model,
                 model_roles=method.model_roles,
@@ -253,6 +270,9 @@ class Sweep(BaseModel):
                 scheduler=self.scheduler,
                 evaluator=self.evaluator,
                 evaluator_options=self.scoring(bench.name),
+                max_calls=self.max_calls,
+                max_tokens=self.max_sample_tokens,
+                max_seconds=self.max_sample_seconds,
                 cache=cache,
                 strict_sandbox=self.strict_sandbox,
                 native=self.native,

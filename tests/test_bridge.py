@@ -9,7 +9,6 @@ import json
 import os
 import socket
 import tempfile
-import time
 import uuid
 from contextlib import suppress
 from pathlib import Path
@@ -21,7 +20,7 @@ from maslab.bridge import ProgramRun, run_with_llm
 from maslab.context import Budget, Context
 from maslab.errors import BudgetExceeded, ConfigError, LLMError
 from maslab.llm.cache import Cached, ResponseCache
-from maslab.llm.types import ChatRequest
+from maslab.llm.types import ChatRequest, Completion
 from maslab.sandbox import (
     BACKEND_VARIABLE,
     CHANNEL_VARIABLE,
@@ -32,6 +31,8 @@ from maslab.sandbox import (
 from maslab.testing import ScriptedModel, last_user_message
 
 SHORT = Limits(wall_seconds=20, cpu_seconds=10)
+# A guard against a hang, not a measure of speed: far above what a run takes on a busy machine.
+GUARD_S = 120
 
 
 def answer(request: ChatRequest) -> str:
@@ -122,10 +123,11 @@ async def test_a_budget_overrun_inside_the_program_stops_it():
         "    i += 1\n"
     )
     ctx = Context(ScriptedModel(answer), budget=Budget(max_calls=3))
-    started = time.monotonic()
+    # stopped, not waited out: waiting for its wall limit of an hour would trip the guard, whose
+    # TimeoutError is not BudgetExceeded
+    hour = Limits(wall_seconds=3600, cpu_seconds=10)
     with pytest.raises(BudgetExceeded) as stop:
-        await run_with_llm(program, ctx, limits=SHORT)
-    assert time.monotonic() - started < 10  # stopped, not waited out
+        await asyncio.wait_for(run_with_llm(program, ctx, limits=hour), GUARD_S)
     assert stop.value is ctx.budget_stop and stop.value.kind == "calls"
     assert [r.response for r in ctx.ledger.records] == [
         "echo: call 0",
@@ -194,11 +196,12 @@ def raw_channel(body: str) -> str:
     )
 
 
-async def run_abuse(program: str, **options) -> tuple[ProgramRun, Context, float]:
+async def run_abuse(program: str, **options) -> tuple[ProgramRun, Context]:
     ctx = Context(ScriptedModel(answer))
-    started = time.monotonic()
-    run = await run_with_llm(program, ctx, **{"limits": SHORT, **options})
-    return run, ctx, time.monotonic() - started
+    run = await asyncio.wait_for(
+        run_with_llm(program, ctx, **{"limits": SHORT, **options}), GUARD_S
+    )
+    return run, ctx
 
 
 async def still_serves(ctx: Context) -> None:
@@ -228,9 +231,10 @@ async def still_serves(ctx: Context) -> None:
     ids=["huge", "garbage", "not-an-object", "no-id", "endless-refusals"],
 )
 async def test_a_program_abusing_the_channel_is_ended(body, violation):
-    run, ctx, took = await run_abuse(raw_channel(body))
+    run, ctx = await run_abuse(raw_channel(body))
     assert run.violation is not None and run.violation.startswith(violation)
-    assert run.result.status == "killed" and took < 10
+    # killed: the bridge ended it (its wall limit would have been a timeout)
+    assert run.result.status == "killed"
     assert ctx.ledger.records == []
     await still_serves(ctx)
     await no_tasks_left()
@@ -241,32 +245,51 @@ async def test_a_program_that_never_reads_its_replies_ends_at_its_wall_limit():
     body = (
         f"data = {request!r}.encode()\nwhile True:\n    sock.sendall(HEADER.pack(len(data)) + data)"
     )
-    run, ctx, took = await run_abuse(raw_channel(body), limits=Limits(wall_seconds=3))
-    assert run.result.status == "timeout" and run.violation is None and took < 10
+    run, ctx = await run_abuse(raw_channel(body), limits=Limits(wall_seconds=3))
+    assert run.result.status == "timeout" and run.violation is None
     assert 8 <= run.calls <= 100  # served until its unread replies filled the socket
     await still_serves(ctx)
     await ctx.settle()
     await no_tasks_left()
 
 
+class Held(ScriptedModel):
+    """Answers ``slow`` only once the test sets ``release``, and ``after slow`` once ``slow`` has
+    reached it: the test orders the calls, not a latency racing the machine's load."""
+
+    def __init__(self) -> None:
+        super().__init__(answer)
+        self.slow_arrived, self.release = asyncio.Event(), asyncio.Event()
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        prompt = last_user_message(request)
+        if prompt == "slow":
+            self.slow_arrived.set()
+            await self.release.wait()
+        elif prompt == "after slow":
+            await self.slow_arrived.wait()
+        return await super().complete(request)
+
+
 async def test_a_program_dying_mid_call_leaves_the_run_healthy():
     program = (
-        "import os, threading, time\n"
+        "import os, threading\n"
         "from maslab_bridge import call_llm\n"
         "threading.Thread(target=call_llm, args=('slow',), daemon=True).start()\n"
-        "time.sleep(0.5)\n"
+        "call_llm('after slow')  # answered once the thread's call is with the model\n"
         "print('dying', flush=True)\n"
         "os._exit(3)\n"
     )
-    ctx = Context(ScriptedModel(answer, latency=3))
-    started = time.monotonic()
-    run = await run_with_llm(program, ctx, limits=SHORT)
-    assert time.monotonic() - started < 2.5  # the program's end, not the model's answer
+    model = Held()
+    ctx = Context(model)
+    run = await asyncio.wait_for(run_with_llm(program, ctx, limits=SHORT), GUARD_S)
     assert (run.result.status, run.result.returncode, run.result.stdout) == ("error", 3, "dying\n")
-    assert run.calls == 1 and ctx.ledger.records[0].response is None
+    (slow,) = [r for r in ctx.ledger.records if r.messages[-1]["content"] == "slow"]
+    assert run.calls == 2 and slow.response is None  # the run ended before the model answered
     await still_serves(ctx)
+    model.release.set()
     await ctx.settle()  # the orphaned call still runs to its end and is recorded
-    assert ctx.ledger.records[0].response == "echo: slow"
+    assert slow.response == "echo: slow"
     await no_tasks_left()
 
 
@@ -312,6 +335,26 @@ async def test_bad_requests_and_model_failures_are_error_replies():
     assert [r.response for r in ctx.ledger.records] == [None, "echo: fine"]
 
 
+class Together(ScriptedModel):
+    """Answers only once ``n`` calls are in flight at once (``peak``: the most that were)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(answer)
+        self.n, self.in_flight, self.peak = n, 0, 0
+        self.all_in = asyncio.Event()
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        if self.in_flight >= self.n:
+            self.all_in.set()
+        try:
+            await self.all_in.wait()
+            return await super().complete(request)
+        finally:
+            self.in_flight -= 1
+
+
 async def test_concurrent_calls_from_threads_and_tasks_are_served_together():
     program = (
         "import asyncio, threading\n"
@@ -322,11 +365,13 @@ async def test_concurrent_calls_from_threads_and_tasks_are_served_together():
         "    print(answers)\n"
         "asyncio.run(main())\n"
     )
-    ctx = Context(ScriptedModel(answer, latency=1))
-    started = time.monotonic()
-    run = await run_with_llm(program, ctx, limits=SHORT)
+    model = Together(4)
+    ctx = Context(model)
+    run = await asyncio.wait_for(run_with_llm(program, ctx, limits=SHORT), GUARD_S)
+    # served together: one after the other, the first call would wait for the other three for
+    # ever (and the program's wall limit end it)
     assert run.result.stdout == "['echo: go', 'echo: go', 'echo: go', 'echo: too']\n"
-    assert time.monotonic() - started < 3.5  # not 4 s one after the other
+    assert model.peak == 4
     assert sorted(r.agent for r in ctx.ledger.records) == [
         "program", "program/a0", "program/a1", "program/a2",
     ]  # fmt: skip
@@ -351,8 +396,9 @@ async def test_the_client_file_is_reserved_and_needs_a_channel():
 async def test_a_program_leaving_with_replies_unread_leaves_the_run_healthy():
     request = json.dumps({"id": 1, "messages": [{"role": "user", "content": "hi"}]})
     body = f"data = {request!r}.encode()\nsock.sendall(HEADER.pack(len(data)) + data)"
-    program = raw_channel(body).replace("time.sleep(60)", "time.sleep(0.5)\nprint('bye')")
-    run, ctx, _ = await run_abuse(program)
+    # leave once the reply is there (peeked at, never read): the bridge has served the call
+    leave = "sock.recv(1, socket.MSG_PEEK)\nprint('bye')"
+    run, ctx = await run_abuse(raw_channel(body).replace("time.sleep(60)", leave))
     assert (run.result.status, run.result.stdout, run.calls) == ("ok", "bye\n", 1)
     await still_serves(ctx)
     await no_tasks_left()

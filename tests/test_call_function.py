@@ -152,8 +152,9 @@ async def test_threads_the_function_leaves_running_do_not_spoil_the_report():
         "    return 'done'\n"
     )
     outcome, _ = await call(code)
+    # ok, not timeout: the driver ends the program after its report (the chattering thread,
+    # not a daemon, would keep it running to its wall limit)
     assert (outcome.answer, outcome.run.result.status) == ("done", "ok")
-    assert outcome.run.result.duration_s < 10  # the driver ends the program after its report
 
 
 async def test_a_run_out_of_time_and_the_call_limit_are_errors():

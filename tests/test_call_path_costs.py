@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import itertools
+import time
 from dataclasses import asdict, replace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -172,7 +174,9 @@ def test_cache_writes_wait_in_memory_until_a_batch_is_full(tmp_path):
 def test_a_pending_cache_entry_is_written_once_it_is_old_enough(tmp_path, monkeypatch):
     path = tmp_path / "cache.sqlite"
     clock = itertools.count(0.0, 0.6)
-    monkeypatch.setattr(cache_module.time, "monotonic", lambda: next(clock))
+    # the cache module's clock only: time.monotonic itself is every thread's (asyncio's too)
+    clock_only = SimpleNamespace(monotonic=lambda: next(clock), time=time.time)
+    monkeypatch.setattr(cache_module, "time", clock_only)
     writer, reader = ResponseCache(path), ResponseCache(path)
     writer.put("a", completion(1))  # at 0.0
     assert reader.get("a") is None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -33,15 +32,31 @@ async def test_token_budget_counts_every_call():
         await ctx.chat("second")
 
 
+class HeldModel(ScriptedModel):
+    """Answers only once the test sets ``release``: when a call ends is up to the test, not to
+    a clock (a latency races the deadline on a busy machine)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.release = asyncio.Event()
+
+    async def complete(self, request):
+        await self.release.wait()
+        return await super().complete(request)
+
+
 async def test_deadline_stops_the_wait_and_the_late_call_is_still_recorded():
-    model = ScriptedModel(lambda r: "late answer", latency=0.5)
-    ctx = Context(model, budget=Budget(max_seconds=0.1))
-    started = time.monotonic()
+    model = HeldModel(lambda r: "late answer")
+    ctx = Context(model, budget=Budget(max_seconds=0.3))
     with pytest.raises(BudgetExceeded, match="seconds"):
-        await ctx.chat("slow")
-    assert time.monotonic() - started < 0.4 and ctx.budget_stop is not None
-    await ctx.settle()  # the server answers anyway: its tokens belong in the record
+        # the model never answers by itself: only the deadline ends the wait (the guard would
+        # raise TimeoutError, not BudgetExceeded)
+        await asyncio.wait_for(ctx.chat("slow"), 60)
+    assert ctx.budget_stop is not None and model.calls == []  # stopped before the answer
     (record,) = ctx.ledger.records
+    assert record.response is None
+    model.release.set()
+    await ctx.settle()  # the server answers anyway: its tokens belong in the record
     assert record.response == "late answer" and record.error is None
     assert record.completion_tokens > 0
 

@@ -412,3 +412,5 @@ def test_the_command_line_runs_mav_end_to_end(tmp_path):
     assert code == 0
     results = [json.loads(line) for line in (maslab / "results.jsonl").read_text().splitlines()]
     assert [r["usage"]["calls"] for r in results] == [10]
+    recorded = json.loads((maslab / "manifest.json").read_text())["method_config"]
+    assert (recorded["n"], recorded["draw"], recorded["verification"]) == (2, 2, "critique")

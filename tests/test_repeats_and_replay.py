@@ -147,15 +147,19 @@ async def test_prompts_are_byte_identical_whatever_the_completion_order(tmp_path
 
 
 async def test_a_pool_shared_by_the_run_is_keyed_by_the_run_not_by_the_sample_that_built_it():
-    """GoAgent builds its group pool once, in whichever sample comes first: the same request."""
-    from tests.test_methods_topologies import TASK, goagent_script
+    """GoAgent builds its group pool once, in whichever sample comes first: the same request.
 
+    Self-contained: importing another test module (``tests.test_methods_topologies``) ran a
+    second copy of it, read from disk when this test ran, whatever the file held by then."""
+    task = Task(id="t1", question="What is 6 * 7?", gold="42", answer_type="number")
     keys = []
     for first in ("t1", "t2"):
-        model = ScriptedModel(goagent_script())
+        # one reply for every call: the pool and the selection fall back to GoAgent's defaults
+        model = ScriptedModel(lambda request: "The answer is 42.")
         ctx = Context(model, sample_id=first, repeat=int(first[1]))
-        await get_method("goagent")().solve(TASK.model_copy(update={"id": first}), ctx)
+        await get_method("goagent")().solve(task.model_copy(update={"id": first}), ctx)
         assert ctx.ledger.records[0].agent == "pool_builder"
         pool = model.calls[0].request
+        assert pool.scope.endswith("goagent pool:math word problems")  # the run's stream
         keys.append(pool.fingerprint("m"))
     assert keys[0] == keys[1]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import tempfile
-import time
 import tracemalloc
 import uuid
 from contextlib import suppress
@@ -147,18 +147,18 @@ def test_cannot_read_secrets_from_the_environment(monkeypatch):
 
 
 def test_infinite_loop_hits_the_wall_limit(sandbox_tmp):
-    started = time.monotonic()
     result = run_python(PRINT_WHERE + "while True:\n    pass", limits=Limits(wall_seconds=2))
+    # the wall limit ended it (returncode None: cut short), not the CPU limit (SIGXCPU)
     assert result.status == "timeout" and result.returncode is None
-    assert result.duration_s >= 1.9 and time.monotonic() - started < 5
+    assert result.duration_s >= 1.9
     assert_nothing_left(result.stdout.strip(), sandbox_tmp)
 
 
 def test_cpu_limit_reports_timeout():
-    started = time.monotonic()
     result = run_python("while True:\n    pass", limits=Limits(cpu_seconds=1, wall_seconds=20))
+    # the CPU limit ended it (its signal), not the wall limit (which leaves no returncode)
     assert result.status == "timeout"
-    assert time.monotonic() - started < 5
+    assert result.returncode in (-signal.SIGXCPU, -signal.SIGKILL)
 
 
 def test_fork_bomb_is_contained(sandbox_tmp):
@@ -167,12 +167,9 @@ def test_fork_bomb_is_contained(sandbox_tmp):
     bomb = (
         PRINT_WHERE + "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
     )
-    started = time.monotonic()
-
     result = run_python(bomb, limits=Limits(wall_seconds=2, max_processes=16))
 
-    assert result.status == "timeout"
-    assert time.monotonic() - started < 6
+    assert result.status == "timeout" and result.returncode is None  # the wall limit ended it
     assert_nothing_left(result.stdout.splitlines()[0], sandbox_tmp)
     # The machine is fine: it can still start processes, inside the sandbox and out.
     assert subprocess.run(["true"], check=False).returncode == 0
@@ -208,18 +205,19 @@ def test_huge_allocation_is_a_memory_error():
     assert run_python("data = bytearray(100 * 1024**2)", limits=Limits(memory_mb=512)).passed
 
 
-def test_huge_output_is_cut_off_fast_with_bounded_parent_memory():
-    limit = 1_000_000
+def test_huge_output_is_cut_off_with_bounded_parent_memory():
+    limits = Limits(max_output_bytes=1_000_000, wall_seconds=60)
     tracemalloc.start()
     try:
-        started = time.monotonic()
-        result = run_python("print('x' * 100_000_000)", limits=Limits(max_output_bytes=limit))
+        result = run_python("print('x' * 100_000_000)", limits=limits)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert result.status == "output_limit"
-    assert len(result.stdout) <= limit
-    assert time.monotonic() - started < 5
+    assert len(result.stdout) <= limits.max_output_bytes
+    # cut off at the cap: a run the cap did not end (a writer blocked on a pipe nobody reads)
+    # would last until its wall limit
+    assert result.returncode is None and result.duration_s < limits.wall_seconds
     assert peak < 20 * 1024**2
 
 
@@ -265,8 +263,8 @@ async def test_cancelling_a_run_kills_and_reaps_the_child(sandbox_tmp):
 
 async def _where_running(marker: str) -> str:
     """Where (as :data:`PRINT_WHERE` prints it) the sandboxed process with ``marker`` in its cwd
-    runs, seen from outside."""
-    for _ in range(200):
+    runs, seen from outside (waiting up to a minute: a guard, not a measure of start-up)."""
+    for _ in range(1200):
         for proc in Path("/proc").iterdir():
             with suppress(OSError):
                 if proc.name.isdigit() and (proc / "cwd" / marker).exists():

@@ -12,6 +12,7 @@ import pytest
 import maslab
 from maslab.cli import main
 from maslab.errors import ConfigError
+from maslab.runner import Runner
 from maslab.sweep import load_sweep, parse_only, select
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"
@@ -179,3 +180,34 @@ def test_one_benchmark_or_method_twice_needs_labels_and_gets_its_own_directory(t
     assert main(["sweep", str(sweep), "--quiet"]) == 0
     for directory in ("arith", "arith-4"):
         assert results(tmp_path / "sweep" / directory / "vanilla" / "scripted_echo") == 2
+
+
+def test_a_sweep_files_budgets_and_shuffle_reach_every_cell(tmp_path, capsys):
+    """``max_calls: 1`` stops every sample of every cell at its first call (a two-agent debate
+    makes two), as ``maslab run --max-calls 1`` does; the other budgets and the shuffle reach
+    each cell's run too."""
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        f"out: {tmp_path / 'sweep'}\nmodels: ['scripted:echo']\nbenchmarks: [arith]\nlimit: 2\n"
+        "cache: false\nmethods: [vanilla, {name: llm_debate, config: {agents: 2, rounds: 1}}]\n"
+        "max_calls: 1\nmax_sample_tokens: 5000\nmax_sample_seconds: 60\nshuffle: true\n"
+    )
+    cells = load_sweep(sweep).cells()
+    assert {(c.config.max_calls, c.config.max_tokens, c.config.max_seconds) for c in cells} == {
+        (1, 5000, 60)
+    }
+    assert all(c.config.shuffle for c in cells)
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    debate = maslab.load_run(tmp_path / "sweep/arith/llm_debate/scripted_echo")
+    assert [(r.status, r.usage["calls"]) for r in debate.records] == [("budget", 1)] * 2
+    assert debate.manifest.budget == {"max_calls": 1, "max_tokens": 5000, "max_seconds": 60}
+    vanilla = maslab.load_run(tmp_path / "sweep/arith/vanilla/scripted_echo")
+    assert [(r.status, r.usage["calls"]) for r in vanilla.records] == [("ok", 1)] * 2
+    # the run's tasks are the shuffled split's first two, not the split's
+    unshuffled = load_sweep(sweep).model_copy(update={"shuffle": False}).cells()[0].config
+    ran = sorted({r.task_id for r in vanilla.records})
+    assert ran == sorted(t.id for t in Runner(cells[0].config).tasks)
+    assert ran != sorted(t.id for t in Runner(unshuffled).tasks)
+    sweep.write_text(sweep.read_text().replace("max_calls: 1", "max_calls: 0"))
+    with pytest.raises(ConfigError, match="max_calls"):
+        load_sweep(sweep)

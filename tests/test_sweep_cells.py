@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from holding import AnswerThenHold
 from rich.console import Console
 
 from maslab.cli import main
@@ -119,7 +120,10 @@ def test_a_failing_cell_does_not_stop_the_cells_beside_it(tmp_path, capsys):
 
 
 def test_ctrl_c_stops_every_running_cell_and_says_what_was_saved(tmp_path):
-    with FakeOpenAIServer(lambda r: "The answer is 14.", latency=0.5) as server:
+    # two answers, then 5 s a request: Ctrl-C lands mid-sweep even 40 s late (and the call in
+    # flight, which the sweep waits for, ends by itself)
+    latency = AnswerThenHold(2, hold_s=5)
+    with FakeOpenAIServer(lambda r: "The answer is 14.", latency=latency) as server:
         sweep = write_sweep(tmp_path, server.base_url, limit=5)
         sweep.write_text(sweep.read_text().replace("concurrency: 48", "concurrency: 1"))
         process = subprocess.Popen(
@@ -127,7 +131,7 @@ def test_ctrl_c_stops_every_running_cell_and_says_what_was_saved(tmp_path):
              "--max-cells", "2"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a guard against a hang
         while time.monotonic() < deadline and sum(finished(tmp_path)) < 2:
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)

@@ -8,6 +8,7 @@ argv and file contents: ``{tmp}`` (the test's directory), ``{run}`` (a finished 
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import io
 import os
@@ -24,6 +25,7 @@ from typing import Any
 
 import orjson
 import pytest
+from holding import AnswerThenHold
 from rich.console import Console
 
 from maslab import ConfigError, Context, get_benchmark, get_method, load_model
@@ -503,13 +505,16 @@ def maslab(*args: str, **kwargs: object) -> subprocess.Popen:
 )
 def test_a_signal_says_what_was_saved(tmp_path, signum, name, status):
     out = tmp_path / "run"
-    with FakeOpenAIServer(lambda r: "The answer is 14.", latency=0.4) as server:
+    # two answers, then 5 s a request: the signal lands mid-run even 15 s late (and the call in
+    # flight, which the run waits for, ends by itself)
+    latency = AnswerThenHold(2, hold_s=5)
+    with FakeOpenAIServer(lambda r: "The answer is 14.", latency=latency) as server:
         process = maslab(
             "run", "--method", "vanilla", "--benchmark", "gsm8k", "--data", str(DATA),
             "--model", f"openai:fake@{server.base_url}", "--out", str(out), "--no-cache",
             "--quiet", "--concurrency", "1",
         )  # fmt: skip
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a guard against a hang
         while time.monotonic() < deadline and len(RunStore(out).results()) < 2:
             time.sleep(0.05)
         process.send_signal(signum)
@@ -521,6 +526,30 @@ def test_a_signal_says_what_was_saved(tmp_path, signum, name, status):
         "run the same command again to resume"
     )
     assert 2 <= saved < 5
+
+
+def test_sigterm_in_the_middle_of_a_task_leaves_no_task_holding_it():
+    """A SIGTERM that lands while a task runs (writing a request, say) stops the run from the
+    loop: the task is cancelled with the rest, instead of keeping the exception for asyncio to
+    print at exit after the one-line message (which a loaded machine made happen)."""
+    from maslab.cli import _terminate
+    from maslab.cli.console import Terminated
+
+    tasks: list[asyncio.Task] = []
+
+    async def interrupted() -> None:
+        _terminate(signal.SIGTERM, None)  # as the handler runs between two of its bytecodes
+        await asyncio.sleep(3600)
+
+    async def run() -> None:
+        tasks.append(asyncio.ensure_future(interrupted()))
+        await tasks[0]
+
+    with pytest.raises(Terminated):
+        asyncio.run(run())
+    assert tasks[0].cancelled()
+    with pytest.raises(Terminated):  # no loop running: at once, as before
+        _terminate(signal.SIGTERM, None)
 
 
 def test_a_closed_stdout_ends_quietly_with_141():

@@ -33,7 +33,23 @@ def build_parser() -> Parser:
     return parser
 
 
-def _terminate(signum: int, frame: FrameType | None) -> NoReturn:
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM: raise :class:`Terminated` where Ctrl-C raises KeyboardInterrupt. While a run's
+    event loop runs, from a callback of the loop, between two steps of its tasks: raised in the
+    middle of whichever task the signal interrupted, that task would keep the exception, and
+    asyncio would print it at exit ("Task exception was never retrieved") after the one line
+    saying what was saved."""
+    asyncio = sys.modules.get("asyncio")  # not imported: no loop runs
+    try:
+        loop = asyncio.get_running_loop() if asyncio is not None else None
+    except RuntimeError:  # none runs
+        loop = None
+    if loop is None:
+        raise Terminated
+    loop.call_soon_threadsafe(_raise_terminated)  # asyncio.run runs its loop again to clean up
+
+
+def _raise_terminated() -> NoReturn:
     raise Terminated
 
 
