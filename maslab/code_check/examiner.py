@@ -22,14 +22,13 @@ import signal
 import socket
 import symtable
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from types import FrameType
 from typing import Any
 
 import wire  # type: ignore[import-not-found]  # beside this file in the sandbox
 
-_SHOWN = 200  # characters of an error or a value in the report
 _GRACE = 1.0  # seconds a test may run past its call limit before the subject counts as stuck
 _NOT_RAISED_AS_SUCH = (StopIteration, StopAsyncIteration)  # would end a test's loop quietly
 
@@ -59,7 +58,7 @@ class Subject:
             return "the program exited before the tests ran"
         if message.get("ready") is True:
             return None
-        return str(message.get("error") or "the program did not start")[:_SHOWN]
+        return str(message.get("error") or "the program did not start")[: wire.SHOWN]
 
     def lookup(self, names: list[str]) -> dict[str, Any]:
         kinds = self._request({"lookup": names}).get("kinds")
@@ -126,7 +125,7 @@ def _reference(value: Any) -> int:
 def _rebuilt(name: Any, message: Any) -> Exception:
     """The exception the subject reported: Python's own class by that name when there is one
     (never one that would end a loop quietly), else :class:`RaisedError`."""
-    text = str(message or "")[:_SHOWN]
+    text = str(message or "")[: wire.SHOWN]
     kind = getattr(builtins, str(name), None)
     if (
         isinstance(kind, type)
@@ -137,7 +136,7 @@ def _rebuilt(name: Any, message: Any) -> Exception:
             return kind(text)
         except TypeError:  # an exception whose constructor wants more arguments
             pass
-    return RaisedError(f"{str(name)[:_SHOWN]}: {text}" if text else str(name)[:_SHOWN])
+    return RaisedError(f"{str(name)[: wire.SHOWN]}: {text}" if text else str(name)[: wire.SHOWN])
 
 
 def free_names(sources: list[str]) -> set[str]:
@@ -163,25 +162,6 @@ def _tables(table: symtable.SymbolTable) -> Iterator[symtable.SymbolTable]:
     yield table
     for child in table.get_children():
         yield from _tables(child)
-
-
-def _alarm(signum: int, frame: object) -> None:
-    raise TimeoutError("took too long")
-
-
-def _timed(seconds: float | None, run: Callable[[], Any]) -> Any:
-    if seconds is None:
-        return run()
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return run()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def _error(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text[:_SHOWN]
 
 
 def _failure(exc: BaseException, tests: list[str]) -> tuple[str, FrameType | None]:
@@ -212,9 +192,10 @@ def _got(line: str, frame: FrameType, seconds: float | None) -> str | None:
     left = compile(ast.Expression(compare.left), "<test>", "eval")
     scope = (frame.f_globals, frame.f_locals)
     try:
-        return repr(_timed(seconds, lambda: eval(left, *scope)))[:_SHOWN]  # ok-eval: a test
+        value = wire.timed(seconds, lambda: eval(left, *scope))  # ok-eval: a test's own code
     except Exception:
         return None
+    return repr(value)[: wire.SHOWN]
 
 
 def examine(plan: dict[str, Any], subject: Subject) -> dict[str, Any]:
@@ -223,7 +204,7 @@ def examine(plan: dict[str, Any], subject: Subject) -> dict[str, Any]:
     seconds = plan["call_seconds"]
     test_seconds = None if seconds is None else seconds + _GRACE
     try:
-        report["error"] = _timed(test_seconds, subject.hello)
+        report["error"] = wire.timed(test_seconds, subject.hello)
     except TimeoutError:
         report["error"] = "defining the code took too long"
     if report["error"]:
@@ -232,21 +213,21 @@ def examine(plan: dict[str, Any], subject: Subject) -> dict[str, Any]:
     try:
         exec(compile(plan["prefix"], "<prompt>", "exec"), namespace)
     except Exception as exc:
-        report["error"] = f"the task's own code failed: {_error(exc)}"
+        report["error"] = f"the task's own code failed: {wire.one_line(exc)}"
         return report
     tests: list[str] = plan["tests"]
     _bind(namespace, subject, plan["entry_point"], free_names([plan["prefix"], *tests]))
     for number, test in enumerate(tests):
         try:
             code = compile(test, f"<test {number}>", "exec")
-            _timed(test_seconds, partial(exec, code, namespace))
+            wire.timed(test_seconds, partial(exec, code, namespace))
             report["results"].append({"passed": True})
         except BaseException as exc:
             where, frame = _failure(exc, tests)
             got = None
             if isinstance(exc, AssertionError) and frame and not subject.broken:
                 got = _got(where.removeprefix(" at "), frame, test_seconds)
-            error = (_error(exc) + where)[:_SHOWN]
+            error = (wire.one_line(exc) + where)[: wire.SHOWN]
             report["results"].append({"passed": False, "error": error, "got": got})
             if plan["stop_at_failure"]:
                 break
@@ -285,7 +266,7 @@ def _main() -> None:
     with open("plan.json") as file:
         plan = json.load(file)
     link = socket.socket(fileno=int(os.environ[plan["link_variable"]]))
-    signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGALRM, wire.time_is_up)
     report = examine(plan, Subject(link, plan["call_seconds"]))
     print(f"\n{token}" + json.dumps(report), file=out, flush=True)
 

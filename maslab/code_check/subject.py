@@ -22,21 +22,19 @@ from typing import Any
 
 import wire  # type: ignore[import-not-found]  # beside this file in the sandbox
 
-_SHOWN = 200  # characters of an error message sent back
-
 
 def _main() -> None:
     sys.set_int_max_str_digits(0)
     settings = json.loads(Path("subject.json").read_text())
     seconds = settings["call_seconds"]
     link = socket.socket(fileno=int(os.environ[settings["link_variable"]]))
-    signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGALRM, wire.time_is_up)
     namespace: dict[str, Any] = {"__name__": "solution"}
     try:
         source = Path("solution.py").read_text()
-        _timed(seconds, lambda: exec(compile(source, "solution.py", "exec"), namespace))
+        wire.timed(seconds, lambda: exec(compile(source, "solution.py", "exec"), namespace))
     except BaseException as exc:
-        wire.send(link, {"ready": False, "error": _error(exc)})
+        wire.send(link, {"ready": False, "error": wire.one_line(exc)})
         return
     wire.send(link, {"ready": True})
     objects: list[Any] = []
@@ -75,11 +73,11 @@ def _answer(
         function = namespace[target] if isinstance(target, str) else resolve(target)
         args = wire.decode(request["args"], resolve)
         kwargs = wire.decode(request["kwargs"], resolve)
-        value = _timed(seconds, lambda: function(*args, **kwargs))
+        value = wire.timed(seconds, lambda: function(*args, **kwargs))
         reply["value"] = wire.encode(value, ref)
     except BaseException as exc:
         reply["raised"] = type(exc).__name__
-        reply["message"] = str(exc)[:_SHOWN]
+        reply["message"] = str(exc)[: wire.SHOWN]
     return reply
 
 
@@ -95,25 +93,6 @@ def _kind(namespace: dict[str, Any], name: str, ref: Callable[[Any], int]) -> An
         return {"value": wire.encode(value, ref)}
     except RecursionError:
         return "missing"
-
-
-def _alarm(signum: int, frame: object) -> None:
-    raise TimeoutError("took too long")
-
-
-def _timed(seconds: float | None, run: Callable[[], Any]) -> Any:
-    if seconds is None:
-        return run()
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return run()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def _error(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text[:_SHOWN]
 
 
 if __name__ == "__main__":

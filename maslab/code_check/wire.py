@@ -1,4 +1,5 @@
-"""Messages between the examiner and the subject, and the plain data they carry.
+"""Messages between the examiner and the subject, the plain data they carry, and the time
+limits and one-line errors both programs use.
 
 Standard library only: the two sandboxed programs import this file as ``wire`` (maslab is not
 installed where they run), and maslab imports it as :mod:`maslab.code_check.wire`.
@@ -14,11 +15,14 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import socket
 import struct
 from collections.abc import Callable
 from typing import Any
 
+SHOWN = 200
+"""Characters of an error message or a shown value at most."""
 MAX_MESSAGE = 1 << 24
 """Bytes in one message at most; a larger one is refused by both ends."""
 _HEADER = struct.Struct(">I")
@@ -131,3 +135,25 @@ def _pair(pair: Encoded, resolve: Callable[[int], Any]) -> tuple[Any, Any]:
     if type(pair) is not list or len(pair) != 2:
         raise ValueError("a dict item that is not a pair")
     return _decode(pair[0], resolve), _decode(pair[1], resolve)
+
+
+def time_is_up(signum: int, frame: object) -> None:
+    """The SIGALRM handler :func:`timed` needs (install it with ``signal.signal``)."""
+    raise TimeoutError("took too long")
+
+
+def timed(seconds: float | None, run: Callable[[], Any]) -> Any:
+    """``run()``, interrupted by ``TimeoutError`` after ``seconds`` (None: no limit)."""
+    if seconds is None:
+        return run()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return run()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` of an exception, at most :data:`SHOWN` characters."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text[:SHOWN]
