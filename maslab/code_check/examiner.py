@@ -235,8 +235,12 @@ def examine(plan: dict[str, Any], subject: Subject) -> dict[str, Any]:
 
 
 def _bind(namespace: dict[str, Any], subject: Subject, entry: str | None, free: set[str]) -> None:
-    """Bind the entry point and the free names to what the subject has under those names."""
-    wanted = sorted(free | {entry} if entry else free)
+    """Bind the entry point to the subject's object of that name, whatever the subject says it
+    is, and each free name to what the subject says it has: a module (imported here, by that
+    name), a value (plain data), else a function or class (or nothing: a call says so)."""
+    if entry:
+        namespace[entry] = Remote(subject, entry)
+    wanted = sorted(free - {entry})
     if not wanted:
         return
     try:
@@ -250,12 +254,12 @@ def _bind(namespace: dict[str, Any], subject: Subject, entry: str | None, free: 
                 namespace[name] = importlib.import_module(name)
             except ImportError:
                 namespace.pop(name, None)
-        elif isinstance(kind, dict) and "value" in kind and name != entry:
+        elif isinstance(kind, dict) and "value" in kind:
             try:
                 namespace[name] = wire.decode(kind["value"], lambda n: Remote(subject, n))
             except wire.WireError:
                 namespace.pop(name, None)
-        else:  # a function or class, or nothing: a call says what the subject has
+        else:
             namespace[name] = Remote(subject, name)
 
 
