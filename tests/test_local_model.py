@@ -6,6 +6,7 @@ import asyncio
 import ctypes
 import importlib.util
 import json
+import subprocess
 import sys
 import types
 from typing import Any, ClassVar
@@ -56,6 +57,19 @@ async def test_the_model_loads_without_extra_buffer_types():
     assert engine.llama.model_params.use_extra_bufts is False
     assert llama_cpp.llama_cpp.llama_model_default_params is defaults  # put back after the load
     assert defaults().use_extra_bufts is True  # the library's own default, left as it was
+
+
+def test_a_process_that_loaded_a_model_exits_without_a_finaliser_error():
+    """llama-cpp-python's own finaliser fails at interpreter exit ("Exception ignored ...
+    'NoneType' object is not callable"); the provider frees its models before that."""
+    needs_local_model()
+    program = (
+        "import asyncio\n"
+        "from maslab.llm.local import LocalModel\n"
+        "asyncio.run(LocalModel('smollm2-135m').chat('Hi', max_tokens=2))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.returncode == 0 and "Exception ignored" not in done.stderr, done.stderr
 
 
 def old_runtime() -> Any:

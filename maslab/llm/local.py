@@ -23,6 +23,7 @@ logged elsewhere.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib
 import importlib.util
 import logging
@@ -96,8 +97,18 @@ def _engine(path: Path, n_ctx: int) -> _Engine:
                 llama = llama_cpp.Llama(
                     model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False
                 )
+            if not _ENGINES:  # llama.cpp's own finaliser fails once the interpreter tears down
+                atexit.register(_close_engines)
             _ENGINES[(path, n_ctx)] = _Engine(llama)
         return _ENGINES[(path, n_ctx)]
+
+
+def _close_engines() -> None:
+    """Free every loaded model while the interpreter is still whole (at exit)."""
+    with _ENGINES_LOCK:
+        for engine in _ENGINES.values():
+            engine.llama.close()
+        _ENGINES.clear()
 
 
 @contextmanager
