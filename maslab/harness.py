@@ -248,18 +248,21 @@ async def execute(
     method · benchmark · model); then write the run's ``report.html`` when ``report``, and
     return the run as read back."""
     runner.open()
-    if progress:
-        from maslab.progress import RunProgress
+    try:
+        if progress:
+            from maslab.progress import RunProgress
 
-        total = len(runner.tasks) * runner.config.repeats
-        label = label or run_label(runner.manifest)
-        lines = None if progress is True else progress
-        done = [r for r in runner.store.results() if r.status != "error"]  # errored: retried
-        with RunProgress(label, total, done=done, lines=lines) as bar:
-            runner.listener = bar.update
+            total = len(runner.tasks) * runner.config.repeats
+            label = label or run_label(runner.manifest)
+            lines = None if progress is True else progress
+            done = [r for r in runner.store.results() if r.status != "error"]  # errored: retried
+            with RunProgress(label, total, done=done, lines=lines) as bar:
+                runner.listener = bar.update
+                await runner.run()
+        else:
             await runner.run()
-    else:
-        await runner.run()
+    finally:
+        runner.store.close()  # run() closes it too; here whatever failed before it ran
     if report:
         from maslab.report import build_report
 

@@ -24,7 +24,7 @@ from maslab.call_html import call_html
 from maslab.report_figures import AgentShare, RoundFigures, TraceFigures, trace_figures
 from maslab.report_plots import colour, convergence, cost_accuracy, glyph, pass_at_k
 from maslab.report_triage import Triage
-from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.results import Manifest, ResultRecord, RunStore, partial_file
 from maslab.roles import describe_model_roles
 from maslab.secrets import redact
 from maslab.stats import Summary, summarize
@@ -464,14 +464,9 @@ def build_report(
     ]
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.tmp")
-    try:
-        with partial.open("w", encoding="utf-8") as f:
-            for piece in _page(runs, max_tasks, prices):
-                f.write(redact(piece))
-        partial.replace(path)  # a reader sees the old page or the whole new one
-    finally:
-        partial.unlink(missing_ok=True)  # left only by a write that failed
+    with partial_file(path, "w") as f:  # a reader sees the old page or the whole new one
+        for piece in _page(runs, max_tasks, prices):
+            f.write(redact(piece))
     return path
 
 

@@ -22,10 +22,12 @@ has succeeded; a re-run loads it instead of optimising again).
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, ClassVar, Literal
 
@@ -45,6 +47,8 @@ SPENT_KEYS = ("prompt_tokens", "completion_tokens")
 CACHED_KEYS = ("cached_prompt_tokens", "cached_completion_tokens")
 
 MANIFEST, RESULTS, TRACES = "manifest.json", "results.jsonl", "traces.jsonl"
+LOCK = ".lock"
+"""The run directory's lock file: its writer holds it (``flock``) and writes its pid there."""
 SUPERSEDED = "superseded.jsonl"
 # the optimisation step (``--optimize-on``): one record and one trace per attempt, and what
 # the method learned
@@ -220,13 +224,26 @@ def _in_plan(records: Iterable[ResultRecord], planned: set[Key] | None) -> list[
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` all at once: readers see the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
+    """Replace ``path`` with ``data`` all at once: readers see the old file or the new one.
+    The data goes first to a temporary file of a name no other writer uses."""
+    with partial_file(path) as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    tmp.replace(path)
+
+
+@contextmanager
+def partial_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
+    """A new file beside ``path``, under a name no other writer uses, that replaces ``path``
+    when the block ends; removed instead if the block fails."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    partial = Path(name)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            yield f
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)  # left only by a block that failed
 
 
 def _line(row: dict[str, Any]) -> bytes:
@@ -276,6 +293,7 @@ class RunStore:
         self._results: IO[bytes] | None = None
         self._traces: IO[bytes] | None = None
         self._index: IO[bytes] | None = None
+        self._lock: int | None = None
 
     @property
     def manifest_path(self) -> Path:
@@ -401,13 +419,13 @@ class RunStore:
         """Start or resume a run; returns the keys already finished (not errored). Only
         appends: no trace is read, and the index is brought up to date if it lags.
 
-        Raises :class:`ConfigError` if the directory holds a different run or is not writable.
+        Raises :class:`ConfigError` if the directory holds a different run or is not writable,
+        :class:`RunLocked` if another process writes it. The directory stays locked until
+        :meth:`close`.
         """
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            probe = self.dir / ".write-test"
-            probe.write_bytes(b"")
-            probe.unlink()
+            self._take_lock()
         except OSError as exc:
             raise ConfigError(
                 f"{self.dir}: output directory is not writable ({exc.strerror})"
@@ -444,10 +462,36 @@ class RunStore:
         _append_whole(self._results, _line(result.model_dump(mode="json")))
 
     def close(self) -> None:
+        """Close the run's files and let another writer in."""
         for f in (self._results, self._traces, self._index):
             if f is not None:
                 f.close()
         self._results = self._traces = self._index = None
+        if self._lock is not None:
+            os.close(self._lock)  # the lock goes with the descriptor
+            self._lock = None
+
+    def _take_lock(self) -> None:
+        """Lock the directory for this store (the kernel lets go if the process dies)."""
+        if self._lock is not None:
+            return
+        fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunLocked(
+                f"{self.dir} is being written by another maslab process (pid {holder}); "
+                "wait for it to end, or use another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock = fd
+
+
+class RunLocked(ConfigError):
+    """Another process is writing the run directory."""
 
 
 def existing_run(path: str | Path) -> RunStore:

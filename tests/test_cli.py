@@ -278,3 +278,34 @@ def test_progress_shows_no_accuracy_for_measurements():
     progress = RunProgress("run", 6, done=done, console=Console(file=io.StringIO()))
     (bar,) = progress._bar.tasks
     assert not any(text.startswith("acc") for text, _ in bar.fields["figures"][0])
+
+
+def test_a_second_run_on_a_directory_being_written_exits_2_naming_the_holder(tmp_path, capsys):
+    """Two processes on one run directory would each run every sample: the second refuses."""
+    data, out = tmp_path / "d.jsonl", tmp_path / "run"
+    data.write_text(GSM8K.read_text())
+    latency = AnswerThenHold(2)
+    with FakeOpenAIServer(lambda r: "The answer is 14.", latency=latency) as server:
+        command = [
+            sys.executable, "-m", "maslab.cli", "run", "--method", "vanilla",
+            "--benchmark", "gsm8k", "--data", str(data), "--no-cache", "--quiet",
+            "--model", f"openai:fake@{server.base_url}", "--out", str(out), "--concurrency", "1",
+        ]  # fmt: skip
+        first = subprocess.Popen(command)
+        try:
+            deadline = time.monotonic() + 120  # a guard against a hang
+            results = out / "results.jsonl"
+            while time.monotonic() < deadline and (not results.exists() or len(lines(results)) < 2):
+                time.sleep(0.05)
+            assert len(lines(results)) == 2  # the first holds its third call
+            before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+            capsys.readouterr()
+            assert main(command[3:]) == 2
+            printed = capsys.readouterr()
+            message = (printed.out + printed.err).strip()
+            assert f"being written by another maslab process (pid {first.pid})" in message
+            assert len(message.splitlines()) == 1
+            assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+        finally:
+            first.kill()
+            first.wait()

@@ -4,6 +4,9 @@ identity checks on resume."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -13,7 +16,7 @@ from rich.console import Console
 from maslab.errors import ConfigError
 from maslab.evaluation import Score
 from maslab.harness import default_out
-from maslab.results import SUPERSEDED, Manifest, ResultRecord, RunStore
+from maslab.results import SUPERSEDED, Manifest, ResultRecord, RunLocked, RunStore, partial_file
 from maslab.show import show_task
 from maslab.stats import summarize
 
@@ -207,7 +210,9 @@ def test_a_resume_parses_no_trace(tmp_path, monkeypatch):
 
 
 def test_a_different_run_in_the_same_directory_is_refused(tmp_path):
-    RunStore(tmp_path).open(MANIFEST)
+    first = RunStore(tmp_path)
+    first.open(MANIFEST)
+    first.close()
     other = MANIFEST.model_copy(update={"method": "llm_debate"})
     with pytest.raises(ConfigError, match="holds a different run \\(method differ"):
         RunStore(tmp_path).open(other)
@@ -217,7 +222,9 @@ def test_a_run_scored_by_another_judge_is_a_different_run(tmp_path):
     judged = MANIFEST.model_copy(
         update={"evaluator": "llm_judge", "evaluator_options": {"judge": "openai:a"}}
     )
-    RunStore(tmp_path).open(judged)
+    first = RunStore(tmp_path)
+    first.open(judged)
+    first.close()
     other = judged.model_copy(update={"evaluator_options": {"judge": "openai:b"}})
     with pytest.raises(ConfigError, match="evaluator_options differ"):
         RunStore(tmp_path).open(other)
@@ -243,3 +250,44 @@ def test_an_evaluators_details_are_kept_in_the_record(tmp_path):
     store.close()
     [kept] = RunStore(tmp_path).results()
     assert kept.score is not None and kept.score.details == details
+
+
+def test_one_writer_per_run_directory(tmp_path):
+    """A second store (another process, or the same one) cannot open a run being written; it
+    is told who holds it, and may open it once the first is closed."""
+    first = RunStore(tmp_path)
+    first.open(MANIFEST)
+    assert (tmp_path / ".lock").read_text().strip() == str(os.getpid())
+    held = rf"being written by another maslab process \(pid {os.getpid()}\)"
+    with pytest.raises(RunLocked, match=held):
+        RunStore(tmp_path).open(MANIFEST)
+    script = (
+        "import sys\nfrom maslab.results import Manifest, RunStore\n"
+        f"manifest = Manifest.model_validate_json({MANIFEST.model_dump_json()!r})\n"
+        "RunStore(sys.argv[1]).open(manifest)\n"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True
+    )
+    assert other.returncode != 0 and "RunLocked" in other.stderr
+    first.close()
+    second = RunStore(tmp_path)
+    second.open(MANIFEST)
+    second.close()
+
+
+def test_atomic_writes_of_one_file_by_two_writers_do_not_collide(tmp_path):
+    """Two writers replacing one file (two reports of one run) each write a temporary file of
+    its own: both complete, the last one to finish wins, nothing is left behind."""
+    path = tmp_path / "report.html"
+    with partial_file(path, "w") as first:
+        first.write("first")
+        with partial_file(path, "w") as second:
+            second.write("second")
+        assert path.read_text() == "second"
+    assert path.read_text() == "first"
+    with pytest.raises(RuntimeError), partial_file(path) as failing:
+        failing.write(b"half")
+        raise RuntimeError
+    assert path.read_text() == "first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,7 +107,11 @@ def read_only_disk(monkeypatch: pytest.MonkeyPatch) -> None:
             return opened(self, mode, *args, **kwargs)
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
 
+    def no_temporary_file(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(kwargs.get("dir")))
+
     monkeypatch.setattr(pathlib.Path, "open", refuse)
+    monkeypatch.setattr(tempfile, "mkstemp", no_temporary_file)  # atomic writes start there
 
 
 @dataclass(frozen=True)
