@@ -6,12 +6,15 @@ round-robin: its k-th task (counting from 0) goes to shard ``k mod N + 1``. Each
 normal run directory whose manifest holds ``shard: [i, N]`` and its own task ids; every random
 draw is keyed by (run seed, task, repeat, draw), so a task's sample is the same in a shard as
 in the whole run. :func:`merge` streams the shards' results and traces, line by line, into one
-run directory, as if one run had written them.
+run directory, as if one run had written them: it builds it beside its place and moves it there
+once complete, so a merge cut short leaves no run that reads as valid.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TypeVar
@@ -156,7 +159,22 @@ def merge(directories: Sequence[str | Path], out: str | Path, *, partial: bool =
             raise ConfigError(f"{store.dir} has an optimisation step: shards cannot merge it")
     out = Path(out)
     _check_out(out, manifests[0].identity())
-    out.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".merging", dir=out.parent))
+    building.chmod(0o755)  # as a run directory is made, not mkdtemp's private 0o700
+    try:
+        _write_merge(shards, n, missing, building)
+        _put_in_place(building, out)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)  # what a failed merge left
+    return out
+
+
+def _write_merge(
+    shards: list[tuple[RunStore, Manifest]], n: int, missing: list[int], out: Path
+) -> None:
+    """Write the merged run into the empty directory ``out``."""
+    stores, manifests = [store for store, _ in shards], [manifest for _, manifest in shards]
     task_ids = _interleave({m.shard[0]: m.task_ids or [] for m in manifests}, n)
     merged = (
         manifests[0]
@@ -180,4 +198,15 @@ def merge(directories: Sequence[str | Path], out: str | Path, *, partial: bool =
             _copy(store.dir / TRACES, planned, trace_file, index)
     if not (out / SUPERSEDED).stat().st_size:
         (out / SUPERSEDED).unlink()
-    return out
+
+
+def _put_in_place(built: Path, out: Path) -> None:
+    """Move the finished merge ``built`` to ``out``, replacing an earlier merge there: a reader
+    finds the old merge, briefly nothing, or the new one; never a merge half-written."""
+    if not out.exists():
+        built.rename(out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".replaced", dir=out.parent))
+    out.replace(old / out.name)
+    built.rename(out)
+    shutil.rmtree(old, ignore_errors=True)

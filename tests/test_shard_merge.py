@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from maslab import shard
 from maslab.cli import main
 from maslab.results import RunStore
 from maslab.shard import shard_tasks
@@ -160,3 +161,32 @@ def test_default_shard_directory_is_beside_the_whole_run() -> None:
     whole = Path(run_config("dylan", "arith", "scripted:echo").out)
     shard = Path(run_config("dylan", "arith", "scripted:echo", shard="2/4").out)
     assert shard == whole.with_name(f"{whole.name}-shard-2-of-4")
+
+
+def test_a_merge_cut_short_leaves_no_run_that_reads_as_valid(
+    shards: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The merge is built beside its place and moved there whole: cut short after the first
+    shard, it leaves no directory (or the earlier merge, untouched), and no leftovers."""
+    copied = 0
+
+    def copy_then_die(*args: object) -> None:
+        nonlocal copied
+        copied += 1
+        if copied > 3:  # the first shard's results, superseded records and traces
+            raise OSError(28, "No space left on device")
+        original(*args)
+
+    original = shard._copy
+    monkeypatch.setattr(shard, "_copy", copy_then_die)
+    out = tmp_path / "merged"
+    assert merge(out, *shards) == 1
+    assert list(tmp_path.iterdir()) == []  # no run that shows a third of the tasks
+    monkeypatch.setattr(shard, "_copy", original)
+    assert merge(out, *shards) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    copied = 0
+    monkeypatch.setattr(shard, "_copy", copy_then_die)
+    assert merge(out, *shards) == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["merged"]
