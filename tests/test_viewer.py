@@ -243,3 +243,24 @@ async def test_the_command_serves_on_localhost(run_dir):
         process.terminate()
         assert process.wait(timeout=10) == 0  # SIGTERM stops a viewer, as Ctrl-C does
     assert process.stdout.read() == "maslab view: stopped\n"
+
+
+async def test_only_requests_naming_the_viewer_by_its_own_host_are_answered(run_dir):
+    """DNS rebinding: a page on another site points its own name at 127.0.0.1 and reads what
+    the viewer serves; its requests carry that name in Host and get nothing."""
+    task = RunStore(run_dir).results()[0].task_id
+    async with viewer(run_dir) as client:
+        port = client.server.port
+        assert "maslab view" in await page_as(client, f"/sample?run=0&task={task}&repeat=0",
+                                              f"localhost:{port}", 200)  # fmt: skip
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
+            assert "Leaderboard" in await page_as(client, "/", host, 200)
+        for host in (f"attacker.example:{port}", "attacker.example", f"127.0.0.1.nip.io:{port}"):
+            text = await page_as(client, f"/sample?run=0&task={task}&repeat=0", host, 421)
+            assert text == "maslab view answers only to 127.0.0.1 or localhost\n"
+
+
+async def page_as(client: TestClient, url: str, host: str, status: int) -> str:
+    response = await client.get(url, headers={"Host": host})
+    assert response.status == status
+    return await response.text()

@@ -3,15 +3,17 @@
 ``/`` is the leaderboard and the filtered sample list (see :class:`Filters` for its query
 string), ``/sample?run=N&task=ID&repeat=R`` one transcript. Every page is redacted like the
 report, and sent with a Content-Security-Policy that allows no script and no request elsewhere.
+A request whose ``Host`` is not 127.0.0.1 or localhost gets 421 and nothing else.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
+from yarl import URL
 
 from maslab.errors import ConfigError
 from maslab.results import Key
@@ -23,7 +25,11 @@ from maslab.viewer.runs import Run
 from maslab.viewer.search import search
 
 HOST = "127.0.0.1"
+KNOWN_HOSTS = frozenset({HOST, "localhost"})
+"""The host names the viewer answers to. A page elsewhere that points a name of its own at
+127.0.0.1 (DNS rebinding) sends that name in ``Host``, and gets nothing."""
 RUNS = web.AppKey("runs", list[Run])
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; "
     "frame-ancestors 'none'"
@@ -95,8 +101,22 @@ async def sample(request: web.Request) -> web.Response:
     return _html(f"{task} · maslab view", body)
 
 
+@web.middleware
+async def _known_host_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Answer a request only if it names the viewer by one of :data:`KNOWN_HOSTS`."""
+    try:
+        name = URL(f"http://{request.host}").host
+    except ValueError:
+        name = None
+    if name not in KNOWN_HOSTS:
+        return web.Response(
+            status=421, text=f"maslab view answers only to {' or '.join(sorted(KNOWN_HOSTS))}\n"
+        )
+    return await handler(request)
+
+
 def make_app(runs: list[Run]) -> web.Application:
-    app = web.Application()
+    app = web.Application(middlewares=[_known_host_only])
     app[RUNS] = runs
     app.router.add_get("/", index)
     app.router.add_get("/sample", sample)
