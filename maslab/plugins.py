@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from maslab.errors import ConfigError
+from maslab.errors import ConfigError, MaslabError
 from maslab.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -100,8 +100,8 @@ def import_module(name: str) -> ModuleType:
             sys.path.insert(0, os.getcwd())
         try:
             return importlib.import_module(name)
-        except Exception as exc:
-            raise ConfigError(f"{what}: {describe(exc)}") from None
+        except (Exception, SystemExit) as exc:
+            raise ConfigError(f"{what}: {_failure(exc)}") from None
     path = Path(name).resolve()
     if not path.is_file():
         raise ConfigError(f"{what}: file not found")
@@ -117,7 +117,14 @@ def import_module(name: str) -> ModuleType:
     sys.modules[module_name] = module  # pydantic and dataclasses look classes' modules up here
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         del sys.modules[module_name]
-        raise ConfigError(f"{what}: {describe(exc)}") from None
+        raise ConfigError(f"{what}: {_failure(exc)}") from None
     return module
+
+
+def _failure(exc: BaseException) -> str:
+    """Why importing a module failed, in words (an exit is no error type a user would know)."""
+    if isinstance(exc, SystemExit):
+        return f"it exits while it is imported (sys.exit({exc.code!r})); import nothing that exits"
+    return str(exc) if isinstance(exc, MaslabError) else describe(exc)

@@ -36,6 +36,8 @@ class Registry(Generic[C]):
         """Class decorator; sets ``cls.name``."""
 
         def add(cls: C) -> C:
+            if not cls.__module__.startswith(f"{self.package}."):
+                self._import_bundled(name)  # a bundled class keeps its name, imported or not
             existing = self._classes.get(name)
             if existing is not None and existing.__qualname__ != cls.__qualname__:
                 raise ConfigError(f"{self.kind} name '{name}' is taken by {existing.__qualname__}")
@@ -64,11 +66,15 @@ class Registry(Generic[C]):
     def _find(self, name: str) -> None:
         """Import the bundled module named ``name``, if there is one (start-up stays cheap: a
         run imports its own method, not all of them), then load the plugins."""
+        self._import_bundled(name)
+        self._plugins.load()
+
+    def _import_bundled(self, name: str) -> None:
+        """Import the bundled module named ``name``, if there is one and it is not yet in."""
         if re.fullmatch(r"[a-z_][a-z0-9_]*", name) and name not in self._classes:
             package = importlib.import_module(self.package)
             if any(m.name == name for m in pkgutil.iter_modules(package.__path__)):
                 importlib.import_module(f"{self.package}.{name}")
-        self._plugins.load()
 
     def names(self) -> list[str]:
         self._discover()

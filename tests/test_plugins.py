@@ -251,3 +251,37 @@ def test_list_copes_with_plugin_code_that_fails(monkeypatch, capsys):
     assert main(["list", "benchmarks"]) == 0
     listed = row(capsys.readouterr().out, "zz_needs_options")
     assert "data unknown (TypeError:" in listed and f"module {__name__}" in listed
+
+
+IMPORT_MISTAKES = {
+    "a file that exits": (
+        "import sys\nsys.exit(0)\n",
+        "maslab: error: --import {file}: it exits while it is imported (sys.exit(0)); import "
+        "nothing that exits",
+    ),
+    "a file that takes a bundled method's name": (
+        "from maslab import Method, register_method\n\n\n"
+        "@register_method('vanilla')\nclass Mine(Method):\n"
+        "    async def solve(self, task, ctx):\n        raise NotImplementedError\n",
+        "maslab: error: --import {file}: method name 'vanilla' is taken by Vanilla",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", IMPORT_MISTAKES.values(), ids=IMPORT_MISTAKES.keys())
+def test_an_import_that_exits_or_takes_a_bundled_name_is_one_line(case, tmp_path):
+    """In a fresh process, where the bundled method of that name is not imported yet: it used
+    to exit 0 having run nothing, or to replace the bundled method in ``run`` alone."""
+    source, message = case
+    file = tmp_path / "mine.py"
+    file.write_text(source)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "maslab.cli", "run", "--import", str(file), "--method", "vanilla",
+         "--benchmark", "arith", "--model", "scripted:echo", "--limit", "1", "--out", str(out),
+         "--no-cache", "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [message.format(file=file)]
+    assert not out.exists()
