@@ -225,6 +225,14 @@ CLI = {
     "a malformed endpoints file": Cli(
         (*RUN, "--endpoints", "{tmp}/e.yaml"), "e.yaml:2: invalid YAML", files={"e.yaml": "a: [\n"}
     ),
+    "an endpoint whose timeout is infinite": Cli(
+        (*RUN, "--model", "openai:qwen", "--endpoints", "{tmp}/e.yaml"),
+        "e.yaml:3: qwen[0].timeout: Input should be a finite number",
+        files={"e.yaml": f"{ENDPOINTS}    timeout: .inf\n"},
+    ),
+    "a model spec that names no model": Cli(
+        (*RUN, "--model", "openai:"), "model spec 'openai:' names no model after 'openai:'"
+    ),
     "an endpoints file that is a list": Cli(
         ("list", "models", "--endpoints", "{tmp}/e.yaml"),
         "e.yaml:1: Input should be a valid",

@@ -67,8 +67,8 @@ class Endpoint(BaseModel):
     model: str | None = None
     api_key_env: str | None = None
     max_concurrency: int | None = Field(None, ge=1)  # None: see ``cap``
-    rpm: float | None = Field(None, gt=0)
-    timeout: float = Field(REQUEST_TIMEOUT_S, gt=0)
+    rpm: float | None = Field(None, gt=0, allow_inf_nan=False)
+    timeout: float = Field(REQUEST_TIMEOUT_S, gt=0, allow_inf_nan=False)
     transport: Literal["http", "sdk"] = "http"
     api_version: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)

@@ -83,6 +83,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
             f"unknown model provider '{provider}' in '{spec}'; "
             f"{hint}known: {', '.join(providers())}"
         )
+    if not name.strip():
+        raise ConfigError(f"model spec '{spec}' names no model after '{provider}:'")
     return provider, name
 
 
