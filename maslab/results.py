@@ -167,8 +167,15 @@ class Manifest(BaseModel):
         return {(task, repeat) for task in self.task_ids for repeat in range(self.repeats)}
 
 
+_SKIPPED: set[tuple[Path, int, str]] = set()
+"""Lines already warned about: a run's files are read several times (open, progress, report)."""
+
+
 def _skip(path: Path, number: int, why: str) -> None:
-    log.warning("warning: %s line %d skipped: %s", path, number, why)
+    """Warn, once per process, that a line of ``path`` is skipped."""
+    if (path, number, why) not in _SKIPPED:
+        _SKIPPED.add((path, number, why))
+        log.warning("warning: %s line %d skipped: %s", path, number, why)
 
 
 def _read_lines(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict[str, Any]]]:

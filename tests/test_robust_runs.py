@@ -45,7 +45,8 @@ def test_a_corrupted_line_is_skipped_with_a_warning_and_its_sample_rerun(tmp_pat
     assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
     assert main(["compare", str(out), str(out)]) == 0
     warnings = [r.getMessage() for r in caplog.records]
-    assert any(f"{out / RESULTS} line 2 skipped: not valid JSON" in w for w in warnings)
+    torn = [w for w in warnings if f"{out / RESULTS} line 2 skipped: not valid JSON" in w]
+    assert len(torn) == 1  # once, however often the three commands read the file
     assert any(f"{out / RESULTS} line 4 skipped: not a result record" in w for w in warnings)
     assert "3 tasks" in capsys.readouterr().out  # show counts the readable records
 
