@@ -13,6 +13,10 @@ class ConfigError(MaslabError, ValueError):
     """A user mistake: an unknown name, a malformed file, a missing environment variable."""
 
 
+class RunFailed(MaslabError):
+    """A run that started, wrote what it finished, then stopped: re-running it resumes."""
+
+
 class BudgetExceeded(MaslabError):
     """A sample used up its call, token or wall-time budget.
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from maslab.distributed import plan_shards, share, split_endpoints, usable_slots
-from maslab.errors import ConfigError, MaslabError
+from maslab.errors import ConfigError, RunFailed
 from maslab.evaluation import Evaluator
 from maslab.llm.cache import BATCH_SECONDS, BATCH_SIZE, ResponseCache
 from maslab.llm.endpoints import EndpointsFile, endpoints_table
@@ -55,7 +55,7 @@ LANES = 2
 log = logging.getLogger(__name__)
 
 
-class WorkersLost(MaslabError):
+class WorkersLost(RunFailed):
     """A shard's workers died :data:`ATTEMPTS` times; the samples they finished are saved."""
 
 

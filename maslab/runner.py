@@ -34,7 +34,7 @@ import maslab
 from maslab import defaults
 from maslab.benchmark import get_benchmark
 from maslab.context import Budget, check_sampling
-from maslab.errors import ConfigError, MaslabError
+from maslab.errors import ConfigError, RunFailed
 from maslab.evaluation import Evaluator, get_evaluator, identity_options
 from maslab.llm.registry import ModelPool
 from maslab.method import Method, get_method
@@ -63,11 +63,11 @@ UNREACHABLE_AFTER = 3
 OPTIMIZE_ID = "optimize"  # the optimisation step's sample id: its context, record and trace
 
 
-class EndpointUnreachable(MaslabError):
+class EndpointUnreachable(RunFailed):
     """The run's first samples all failed to reach the model; it stopped before spending more."""
 
 
-class OptimizationFailed(MaslabError):
+class OptimizationFailed(RunFailed):
     """The optimisation step raised; its spend is recorded, nothing learned was saved."""
 
 

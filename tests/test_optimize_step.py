@@ -175,7 +175,7 @@ def test_the_cli_runs_the_step_and_reports_a_failure_in_one_line(tmp_path, capsy
     assert main(["show", str(out)]) == 0
     assert "optimisation: 2 calls" in capsys.readouterr().out
     assert "optimisation 2 calls" in repr(maslab.load_run(out))
-    assert main([*common, "--out", str(tmp_path / "bad"), "--config", "fail=true"]) == 2
+    assert main([*common, "--out", str(tmp_path / "bad"), "--config", "fail=true"]) == 1
     error = capsys.readouterr().err.strip()
     assert error.startswith("maslab: error: the optimisation step on 'dev' failed")
     assert len(error.splitlines()) == 1

@@ -20,7 +20,7 @@ from typing import NoReturn
 
 from maslab.cli import catalogue, export, reading, run, sweep, triage, view
 from maslab.cli.console import Parser, RunStopped, Terminated
-from maslab.errors import MaslabError
+from maslab.errors import MaslabError, RunFailed
 from maslab.plugins import import_module
 from maslab.secrets import redact
 
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MaslabError as exc:
         message = " ".join(redact(str(exc)).split())  # one line, whatever the message held
         print(f"maslab: error: {message}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, RunFailed) else 2  # 2: a mistake, and nothing written
     except RunStopped as exc:
         return _report_stop(exc.cause, str(exc))
     except (KeyboardInterrupt, OSError) as exc:
