@@ -1,18 +1,22 @@
 """Secrets stay secret: a process-wide registry of secret values, and redaction.
 
-Every API key maslab loads registers itself (:func:`register_secret`). :func:`redact` replaces
-the registered values, and anything shaped like a credential (``Bearer <token>``, an
+Every API key maslab loads registers itself (:func:`register_secret`), with the encoded forms a
+leaking server plausibly sends back (:func:`encodings`). :func:`redact` replaces the registered
+values, and anything shaped like a credential (``Bearer <token>``, an
 ``Authorization`` header, ``sk-...`` keys, ``api_key=...``), with :data:`MARKER`. It is applied
 wherever text leaves the process: error messages, result and trace lines, reports, the terminal.
-:func:`scrub` is the transport's cheap pass over raw response bytes (registered values only), so
-no cache, trace or method ever holds a key that a server echoed back.
+:func:`scrub` is the cheap pass (registered values only) over every model reply once decoded
+(:func:`maslab.llm.openai_compat.completion_from_payload`), so no cache, trace or method ever
+holds a key that a server echoed back.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import threading
+from urllib.parse import quote
 
 MARKER = "[REDACTED]"  # upper case: rich markup would take "[redacted]" for a style tag
 MIN_SECRET_LENGTH = 8
@@ -37,14 +41,29 @@ _values: tuple[tuple[str, ...], tuple[bytes, ...]] = ((), ())
 
 
 def register_secret(value: str | None) -> None:
-    """Treat ``value`` as a secret from now on; empty and very short values are ignored."""
+    """Treat ``value`` as a secret from now on, in each form of :func:`encodings`; empty and
+    very short values are ignored."""
     global _values
     value = (value or "").strip()
     if len(value) < MIN_SECRET_LENGTH or value in _values[0]:
         return
     with _lock:
-        values = tuple(sorted({*_values[0], value}, key=len, reverse=True))
+        values = tuple(sorted({*_values[0], *encodings(value)}, key=len, reverse=True))
         _values = (values, tuple(v.encode() for v in values))
+
+
+def encodings(value: str) -> set[str]:
+    """The forms in which a leaking server plausibly sends ``value`` back: as it is, upper- and
+    lower-case, URL-encoded, every character JSON-escaped (``\\u0073...``), and base64 (plain
+    and URL-safe, padded or not) of the value and of ``Bearer <value>``. Not caught: the value
+    cut into pieces (spaces, line breaks), inside a larger base64 text, or otherwise recoded."""
+    forms = {value, value.upper(), value.lower(), quote(value, safe="")}
+    forms.add("".join(f"\\u{ord(char):04x}" for char in value))
+    for plain in (value, f"Bearer {value}"):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            encoded = encode(plain.encode()).decode()
+            forms |= {encoded, encoded.rstrip("=")}
+    return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
 
 
 def register_environment_secrets() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import sys
 import types
 from pathlib import Path
@@ -147,8 +149,8 @@ def test_a_canary_key_reaches_no_file_and_no_terminal(tmp_path, monkeypatch, cap
         assert main(command) in (0, 1)
         assert main(command[:-1]) in (0, 1)  # resumed (progress bar on)
         alone = [*command[:8], "openai:refused", *command[9:13], "--out", str(refused), "--quiet"]
-        assert main(alone) == 2  # every call refused: the run stops at once, "fix the endpoint"
-        assert main(alone) == 2  # and again: the errored samples' first attempts are superseded
+        assert main(alone) == 1  # every call refused: the run stops at once, "fix the endpoint"
+        assert main(alone) == 1  # and again: the errored samples' first attempts are superseded
         assert server.fault_counts["500"] > 0
     assert main(["report", str(run), "-o", str(run / "report.html")]) == 0
     assert main(["report", str(refused), "-o", str(refused / "report.html")]) == 0
@@ -234,3 +236,41 @@ def test_cli_error_messages_are_redacted(tmp_path, capsys):
     assert main(["show", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("maslab: error:") and value not in err and MARKER in err
+
+
+async def test_a_key_a_server_echoes_encoded_reaches_neither_the_cache_nor_the_reply(
+    tmp_path, monkeypatch
+):
+    """The server sends the key JSON-escaped character by character (plain once decoded),
+    base64-encoded as ``Bearer <key>``, and upper-cased: the raw bytes hold none of the key's
+    plain bytes, so a scrub of the raw body missed the first and the rest."""
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    key = f"sk-echo-{token_hex(12)}"
+    monkeypatch.setenv("MASLAB_ECHO_KEY", key)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+    bearer = base64.b64encode(f"Bearer {key}".encode()).decode()
+    body = (
+        '{"model": "m", "choices": [{"message": {"role": "assistant", "content": '
+        f'"escaped {escaped} base64 {bearer} upper {key.upper()}'
+        '"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 9}}'
+    ).encode()
+    assert key.encode() not in body
+
+    async def completions(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", completions)
+    async with TestServer(app, host="127.0.0.1") as server:
+        endpoints = {"echo": [{"base_url": f"{server.make_url('/v1')}", "api_key_env":
+                               "MASLAB_ECHO_KEY"}]}  # fmt: skip
+        cache = tmp_path / "cache.sqlite"
+        model = load_model("openai:echo", endpoints=endpoints, cache=cache)
+        reply = await model.chat("Hi")
+        await model.aclose()
+    assert reply.text == f"escaped {MARKER} base64 {MARKER} upper {MARKER}"
+    forms = [key, bearer, key.upper()]
+    assert not any(form in json.dumps(reply.raw) for form in forms)
+    assert _leaks(tmp_path, forms) == []

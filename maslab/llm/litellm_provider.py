@@ -14,7 +14,7 @@ from typing import Any
 
 from maslab.defaults import REQUEST_TIMEOUT_S
 from maslab.errors import ConfigError, LLMConnectionError, LLMError, LLMTimeout
-from maslab.llm.openai_compat import completion_from_payload, error_for_status, scrubbed
+from maslab.llm.openai_compat import completion_from_payload, error_for_status
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature
 from maslab.secrets import register_environment_secrets
 
@@ -88,7 +88,6 @@ class LiteLLMModel(ChatModelBase):
             raise _as_llm_error(exc, self.name) from None
         latency = time.perf_counter() - started
         data = response.model_dump() if hasattr(response, "model_dump") else dict(response)
-        data = scrubbed(data)
         return completion_from_payload(data, self.model, latency, request, source=self.name)
 
     def supports(self, feature: Feature) -> bool:

@@ -81,7 +81,9 @@ def error_detail(body: bytes) -> str:
 
 
 def scrubbed(data: Any) -> Any:
-    """A decoded reply without registered secrets (re-decoded only when one was in it)."""
+    """A decoded reply without registered secrets, in any form :mod:`maslab.secrets` knows
+    (re-decoded only when one was in it). Decoded: a key a server sent JSON-escaped
+    (``\\u0073\\u006b...``) is plain text by now."""
     blob = orjson.dumps(data, default=str)
     clean = scrub(blob)
     return data if clean is blob else orjson.loads(clean)
@@ -108,9 +110,12 @@ def completion_from_payload(
     """Turn a chat-completion JSON object into a :class:`Completion`, or raise MalformedResponse
     naming ``source`` (default: ``model``), the way the provider's other errors name it.
 
-    A reply without token counts gets an estimate, marked as such, never a silent zero.
+    A reply without token counts gets an estimate, marked as such, never a silent zero. Every
+    provider's reply passes here, so this is where registered secrets are scrubbed from it:
+    the cache, the records and everything shown after only ever see the scrubbed reply.
     """
     source = source or model
+    data = scrubbed(data)
     try:
         choice = data["choices"][0]
         message = choice["message"]
@@ -263,7 +268,7 @@ class OpenAIHTTP(OpenAITransport):
         if status != 200:
             raise error_for_status(status, error_detail(payload), self.name, retry_after)
         try:
-            data = orjson.loads(scrub(payload))  # a server may echo the key back
+            data = orjson.loads(payload)
         except orjson.JSONDecodeError:
             raise MalformedResponse("response body is not JSON", model=self.name) from None
         return completion_from_payload(data, self.model, latency, request, source=self.name)
@@ -322,7 +327,7 @@ class OpenAISDK(OpenAITransport):
         except (openai.APIResponseValidationError, ValueError) as exc:
             raise MalformedResponse(f"unusable response body ({exc})", model=self.name) from None
         latency = time.perf_counter() - started
-        data = scrubbed(response.model_dump() if hasattr(response, "model_dump") else response)
+        data = response.model_dump() if hasattr(response, "model_dump") else response
         return completion_from_payload(data, self.model, latency, request, source=self.name)
 
     async def aclose(self) -> None:
