@@ -274,3 +274,20 @@ async def test_a_key_a_server_echoes_encoded_reaches_neither_the_cache_nor_the_r
     forms = [key, bearer, key.upper()]
     assert not any(form in json.dumps(reply.raw) for form in forms)
     assert _leaks(tmp_path, forms) == []
+
+
+def test_an_internal_errors_traceback_is_printed_redacted(tmp_path, monkeypatch, capsys):
+    """A bug's traceback still reaches the terminal, for a report, but without the keys in it
+    (a key in a learned-state file printed in clear)."""
+    key = f"sk-learned-{token_hex(12)}"
+    register_secret(key)
+
+    def buggy(self: RunStore) -> Manifest:
+        raise RuntimeError(f"cannot use state {{'importance': '{key}'}}")
+
+    monkeypatch.setattr(RunStore, "manifest", buggy)
+    assert main(["show", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and f"cannot use state {{'importance': '{MARKER}'}}" in err
+    assert key not in err
+    assert err.strip().splitlines()[-1].startswith("maslab: internal error (a bug)")

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
@@ -110,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report_stop(exc.cause, str(exc))
     except (KeyboardInterrupt, OSError) as exc:
         return _report_stop(exc)
+    except Exception:  # a bug: its traceback, for a report, with every secret redacted
+        print(redact(traceback.format_exc()), end="", file=sys.stderr)
+        print("maslab: internal error (a bug): please report it with the above", file=sys.stderr)
+        return 1
     finally:
         if on_main_thread:
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
