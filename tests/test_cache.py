@@ -68,3 +68,31 @@ async def test_second_identical_run_makes_no_http_request(tmp_path):
         second = await run()
         assert server.requests == 6
         assert second == first
+
+
+async def test_an_alias_pointed_at_another_server_replays_nothing_it_said_before(tmp_path):
+    """An alias is a name: what was cached from one server is no answer of another's, nor of
+    another model on the same server. Replicas of one alias still share entries."""
+    cache = tmp_path / "cache.sqlite"
+
+    async def ask(endpoints: list[Endpoint]) -> str:
+        pool = ModelPool(endpoints={"qwen": endpoints}, cache=cache)
+        try:
+            return (await pool.get("openai:qwen").chat("q", temperature=0.0)).text
+        finally:
+            await pool.aclose()
+
+    with (
+        FakeOpenAIServer(lambda request: "from a") as a,
+        FakeOpenAIServer(lambda request: "from b") as b,
+    ):
+        assert await ask([Endpoint(base_url=a.base_url)]) == "from a"
+        assert await ask([Endpoint(base_url=a.base_url)]) == "from a" and a.requests == 1
+        assert await ask([Endpoint(base_url=b.base_url)]) == "from b" and b.requests == 1
+        served = [Endpoint(base_url=b.base_url, model="qwen-72b")]
+        assert await ask(served) == "from b" and b.requests == 2
+        replicas = [Endpoint(base_url=b.base_url), Endpoint(base_url=a.base_url)]
+        await ask(replicas)
+        requests = a.requests + b.requests
+        await ask(list(reversed(replicas)))  # the same replicas, listed the other way round
+        assert a.requests + b.requests == requests

@@ -175,8 +175,21 @@ def load_model(
     model.name = spec
     if cache is not None:
         store = ResponseCache(cache) if isinstance(cache, (str, Path)) else cache
-        model = Cached(model, store, namespace=spec)
+        served = _served_by(provider, name, settings)
+        model = Cached(model, store, namespace=f"{spec} ({served})" if served else spec)
     return model
+
+
+def _served_by(provider: str, name: str, settings: ModelSettings) -> str:
+    """Who answers an OpenAI-compatible alias or plain model name: each endpoint's served model
+    and URL, so the response cache replays only what the same servers said (an alias pointed
+    at another server is another model). "" where the spec says it all (``model@URL``, other
+    providers)."""
+    if provider != "openai":
+        return ""
+    alias, endpoints = resolve_endpoints(name, settings.endpoints)
+    served = ", ".join(sorted({f"{e.model or alias}@{e.base_url}" for e in endpoints}))
+    return "" if served == name else served
 
 
 class ModelPool:
