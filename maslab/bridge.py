@@ -439,7 +439,9 @@ class _Server:
         params = body.get("params") or {}
         if not isinstance(params, dict):
             raise _Refused("params must be an object")
-        return _Call(request_id, _messages(body.get("messages")), _params(params), agent)
+        limit = self.ctx.sampling.get("max_tokens") or protocol.MAX_TOKENS
+        checked = _params(params, min(limit, protocol.MAX_TOKENS))
+        return _Call(request_id, _messages(body.get("messages")), checked, agent)
 
 
 def _messages(turns: Any) -> list[ChatMessage]:
@@ -459,8 +461,9 @@ def _messages(turns: Any) -> list[ChatMessage]:
     return checked
 
 
-def _params(params: dict[str, Any]) -> dict[str, Any]:
-    """Checked call parameters: only :data:`~maslab.bridge_client.PARAMS`, of strict types."""
+def _params(params: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """Checked call parameters: only :data:`~maslab.bridge_client.PARAMS`, of strict types and
+    bounded values (``max_tokens`` at most ``max_tokens``, a few short stop sequences)."""
     unknown = sorted(set(params) - set(protocol.PARAMS))
     if unknown:
         allowed = ", ".join(protocol.PARAMS)
@@ -471,6 +474,15 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
         Sampling.model_validate(checked, strict=True)
     except ValidationError as error:
         raise _Refused(validation_message(error, "params")) from None
+    if checked.get("max_tokens", 0) > max_tokens:
+        raise _Refused(f"max_tokens is at most {max_tokens}")
+    stops = checked.get("stop")
+    stops = [stops] if isinstance(stops, str) else stops or []
+    if len(stops) > protocol.MAX_STOPS or any(len(s) > protocol.MAX_STOP_CHARS for s in stops):
+        raise _Refused(
+            f"stop is at most {protocol.MAX_STOPS} sequences of {protocol.MAX_STOP_CHARS} "
+            "characters at most"
+        )
     if response_format is not None:
         if not isinstance(response_format, dict) or response_format.get("type") not in _FORMATS:
             raise _Refused(f"response_format is an object of type {' or '.join(_FORMATS)}")

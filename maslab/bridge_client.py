@@ -54,6 +54,11 @@ MAX_MESSAGE_CHARS = 200_000
 ROLES = ("system", "user", "assistant")
 PARAMS = ("temperature", "top_p", "max_tokens", "stop", "seed", "response_format")
 """The only parameters a call may set."""
+MAX_TOKENS = 1_000_000
+"""The largest ``max_tokens`` a call may ask for (never above the run's own, where it has one)."""
+MAX_STOPS = 16
+"""The most stop sequences in one call, each of at most :data:`MAX_STOP_CHARS` characters."""
+MAX_STOP_CHARS = 1_000
 
 Message = dict[str, str]
 
@@ -107,7 +112,7 @@ class Agent:
 
 def frame(body: dict[str, Any]) -> bytes:
     """``body`` as one frame."""
-    data = json.dumps(body, ensure_ascii=False).encode()
+    data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
     return HEADER.pack(len(data)) + data
 
 
@@ -142,7 +147,11 @@ class _Channel:
                 raise BridgeError(f"the model channel is closed: {self._broken}")
             request_id = next(self._ids)
             self._pending[request_id] = slot
-        data = frame({"id": request_id, **request})
+        try:
+            data = frame({"id": request_id, **request})
+        except ValueError:  # NaN or an infinity, which JSON cannot carry
+            self._forget(request_id)
+            raise BridgeError("a parameter is not a finite number (NaN or infinity)") from None
         if len(data) - HEADER.size > MAX_FRAME_BYTES:
             self._forget(request_id)
             raise BridgeError(f"request of {len(data)} bytes: the limit is {MAX_FRAME_BYTES}")

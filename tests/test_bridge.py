@@ -402,3 +402,35 @@ async def test_a_program_leaving_with_replies_unread_leaves_the_run_healthy():
     assert (run.result.status, run.result.stdout, run.calls) == ("ok", "bye\n", 1)
     await still_serves(ctx)
     await no_tasks_left()
+
+
+async def test_parameter_values_are_bounded_and_a_nan_refused_in_the_program():
+    """Names were checked, not values: a NaN ended the whole program as "not JSON", and
+    max_tokens=10**12 or a stop list of 100,000 items reached the server."""
+    program = (
+        "from maslab_bridge import BridgeError, call_llm\n"
+        "def attempt(*args, **kwargs):\n"
+        "    try:\n"
+        "        print(call_llm(*args, **kwargs))\n"
+        "    except BridgeError as error:\n"
+        "        print('refused:', error)\n"
+        "attempt('x', temperature=float('nan'))\n"
+        "attempt('x', top_p=float('inf'))\n"
+        "attempt('x', max_tokens=10**12)\n"
+        "attempt('x', max_tokens=65)\n"
+        "attempt('x', stop=['.'] * 100_000)\n"
+        "attempt('x', stop='s' * 1_001)\n"
+        "attempt('x', seed=2**64)\n"
+        "attempt('fine', max_tokens=64, stop=['.'] * 16, seed=-(2**63))\n"
+    )
+    ctx = Context(ScriptedModel(answer), sampling={"max_tokens": 64})
+    run = await run_with_llm(program, ctx, limits=SHORT)
+    lines = run.result.stdout.splitlines()
+    assert run.result.status == "ok" and run.violation is None, run.result.stderr
+    assert [line.startswith("refused: ") for line in lines] == [True] * 7 + [False]
+    assert all("not a finite number" in line for line in lines[:2])
+    assert all("max_tokens is at most 64" in line for line in lines[2:4])
+    assert all("stop is at most 16 sequences" in line for line in lines[4:6])
+    assert "seed: Input should be a valid integer" in lines[6] and lines[7] == "echo: fine"
+    assert (run.calls, run.refused) == (1, 5)  # the NaNs never left the program
+    assert [r.response for r in ctx.ledger.records] == ["echo: fine"]
