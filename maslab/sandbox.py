@@ -5,7 +5,9 @@ Layers, each used where the machine allows it (:func:`protections` says which ar
 * Always: a fresh temporary directory per run (removed afterwards) as the program's cwd, HOME and
   TMPDIR; a scrubbed environment (for the launcher too); its own session; resource limits (CPU,
   address space, file size, no core dumps, processes); the wall-time limit, the output cap, an
-  error or a cancellation kill the whole process tree, which is always reaped.
+  error or a cancellation kill the whole process tree, which is always reaped. The launcher
+  also ends the run by itself when maslab dies (even by ``kill -9``: a parent-death signal) and
+  a few seconds after the wall limit, should maslab not have ended it.
 * A pids cgroup per run: fork bombs are contained even as root.
 * Namespaces: new pid and network namespaces (no network; the namespace's init reaps orphans and
   its exit kills every process left, daemons included) and a mount namespace with a new root
@@ -95,6 +97,7 @@ _RUN_IDS = range(0x4000_0000, 0x5000_0000)  # a run's own uid and gid, when masl
 _CGROUP_ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"))  # v2, then v1
 _CPU_SLACK = 0.1  # rusage rounds: a run stopped at the CPU limit may report a hair under it
 _SETTLE_SECONDS = 5  # after the kill, for the pipes to close
+_DEADLINE_GRACE = 5  # the launcher ends a run this long after its wall limit, if maslab has not
 _KILL_ROUNDS = 200  # rounds of 10 ms spent killing a cgroup's processes before giving up
 _PROBE_SECONDS = 10
 _POLL_SECONDS = 0.02
@@ -299,6 +302,8 @@ class _Run:
         """The launcher's command line, to run with cwd :attr:`workdir`."""
         config: Config = {
             "exit_file": str(self.exit_file),
+            "parent": os.getpid(),
+            "deadline_seconds": limits.wall_seconds + _DEADLINE_GRACE,
             "cgroup_procs": str(cgroup / "cgroup.procs") if cgroup else "",
             "rlimits": _rlimits(limits),
             "namespaces": self._namespaces(limits),

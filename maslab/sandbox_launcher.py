@@ -67,6 +67,8 @@ if TYPE_CHECKING:
         """Everything the launcher needs besides the program's command."""
 
         exit_file: str
+        parent: int  # maslab's pid: the run ends when that process dies
+        deadline_seconds: float  # the run ends by then, whatever maslab does
         cgroup_procs: str  # the cgroup to join, "" for none
         rlimits: dict[str, list[int]]  # resource name -> [soft, hard], clamped to the hard limit
         namespaces: Namespaces | None
@@ -135,8 +137,9 @@ def main(argv: list[str]) -> NoReturn:
         exit_fd = _open_exit_file(config["exit_file"])
         namespaces = config["namespaces"]
         user = None
+        _end_with(config["parent"], config["deadline_seconds"])
+        signal.signal(signal.SIGTERM, _end_program if namespaces is None else _end_namespaces)
         if namespaces is not None:
-            signal.signal(signal.SIGTERM, _end_namespaces)
             init = _unshare(namespaces)
             if init:
                 _wait_for_init(init)
@@ -166,6 +169,17 @@ def _ok(result: int) -> None:
     if result == -1:
         errno = ctypes.get_errno()
         raise OSError(errno, os.strerror(errno))
+
+
+def _end_with(parent: int, seconds: float) -> None:
+    """End the run (SIGTERM to this launcher) when maslab dies, even by SIGKILL, or after
+    ``seconds``, should maslab, alive, fail to end it at its wall limit."""
+    with _step("set the parent-death signal"):
+        _ok(_prctl(_PR_SET_PDEATHSIG, signal.SIGTERM))
+    if os.getppid() != parent:  # maslab died before the signal was set
+        os._exit(SETUP_FAILED)
+    signal.signal(signal.SIGALRM, lambda signum, frame: os.kill(os.getpid(), signal.SIGTERM))
+    signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 def _open_exit_file(path: str) -> int:
@@ -365,6 +379,20 @@ def _c(text: str | None) -> bytes | None:
 # --- the program -------------------------------------------------------------------------------
 
 
+class _Program:
+    """The program, as the process that forked it sees it."""
+
+    pid = 0  # 0 until forked
+
+
+def _end_program(signum: int, frame: FrameType | None) -> None:
+    """On SIGTERM without namespaces: kill the program (the launcher reaps it and exits)."""
+    if not _Program.pid:
+        os._exit(SETUP_FAILED)
+    with suppress(ProcessLookupError):
+        os.kill(_Program.pid, signal.SIGKILL)
+
+
 def _supervise(
     program: list[str], rlimits: dict[str, list[int]], user: list[int] | None, exit_fd: int
 ) -> None:
@@ -377,6 +405,7 @@ def _supervise(
         _set_rlimits(rlimits)
         with _step(f"exec {program[0]}"):
             os.execv(program[0], program)
+    _Program.pid = child
     while (reaped := os.wait3(0))[0] != child:
         pass
     _, status, usage = reaped

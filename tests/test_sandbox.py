@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import tracemalloc
 import uuid
@@ -360,3 +361,43 @@ def test_a_failed_setup_is_an_error_that_says_why(monkeypatch, sandbox_tmp):
     assert (result.status, result.returncode, result.stdout) == ("error", None, "")
     assert result.stderr == f"maslab sandbox: bind {missing}: No such file or directory\n"
     assert list(sandbox_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("backend", ["namespaces", "none"])
+async def test_a_sandboxed_program_ends_when_maslab_is_killed(backend):
+    """``kill -9`` of the process that ran a sandbox orphaned its program, which ran on past
+    its wall limit: the launcher now ends the run when its parent dies."""
+    if backend == "namespaces" and protections()["backend"] == "none":
+        pytest.skip("no namespaces here")
+    marker = f"marker-{uuid.uuid4().hex}"
+    script = (
+        "from maslab.sandbox import Limits, run_python\n"
+        f"run_python('import time\\ntime.sleep(600)', files={{{marker!r}: ''}},"
+        " limits=Limits(wall_seconds=600, cpu_seconds=600))\n"
+    )
+    env = {**os.environ, BACKEND_VARIABLE: backend}
+    maslab = subprocess.Popen([sys.executable, "-c", script], env=env)
+    try:
+        where = await _where_running(marker)
+        assert processes_of(where)
+    finally:
+        maslab.kill()
+        maslab.wait()
+    for _ in range(600):  # up to 30 s: a guard, not a measure
+        if not processes_of(where):
+            break
+        await asyncio.sleep(0.05)
+    assert processes_of(where) == []
+
+
+def test_the_launcher_ends_a_run_past_its_wall_limit_by_itself(tmp_path):
+    """Should maslab, alive, fail to end a run at its wall limit, the launcher ends it a few
+    seconds later (here nothing else would: the launcher runs alone)."""
+    run = sandbox._Run(tmp_path, sandbox._isolation())
+    sandbox._write_files(run.workdir, "import time\ntime.sleep(600)\n", {})
+    run.prepare()
+    command = run.command(Limits(wall_seconds=1), None, [sandbox._PYTHON, "-s", "main.py"])
+    ended = subprocess.run(
+        command, cwd=run.workdir, env=run.environment(), capture_output=True, timeout=120
+    )  # a 600 s sleep, ended long before the guard
+    assert ended.returncode != 0
