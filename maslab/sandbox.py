@@ -47,7 +47,9 @@ import asyncio
 import json
 import math
 import os
+import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -96,6 +98,8 @@ _STRICT = ("filesystem", "proc", "network", "unprivileged", "process_limit")
 _RUN_IDS = range(0x4000_0000, 0x5000_0000)  # a run's own uid and gid, when maslab is root
 _CGROUP_ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"))  # v2, then v1
 _CPU_SLACK = 0.1  # rusage rounds: a run stopped at the CPU limit may report a hair under it
+_RUN_PREFIX, _CGROUP_PREFIX = "maslab-sandbox-", "maslab-"  # then the creator's pid and "-"
+_LEFTOVER = re.compile(r"maslab-(?:sandbox-)?(\d+)-[\w]+")
 _SETTLE_SECONDS = 5  # after the kill, for the pipes to close
 _DEADLINE_GRACE = 5  # the launcher ends a run this long after its wall limit, if maslab has not
 _KILL_ROUNDS = 200  # rounds of 10 ms spent killing a cgroup's processes before giving up
@@ -183,9 +187,10 @@ async def arun_python(
     Raises:
         Exception: Whatever ``channel`` raised, once the run's processes are gone.
     """
+    _clear_leftovers()
     with (
         _owned(channel),
-        tempfile.TemporaryDirectory(prefix="maslab-sandbox-") as tmp,
+        tempfile.TemporaryDirectory(prefix=f"{_RUN_PREFIX}{os.getpid()}-") as tmp,
         _pids_cgroup(limits.max_processes) as cgroup,
     ):
         isolation = _isolation()
@@ -679,13 +684,48 @@ def _pids_cgroup(max_processes: int) -> Iterator[Path | None]:
     if root is None:
         yield None
         return
-    path = root / f"maslab-{uuid.uuid4().hex}"
+    path = root / f"{_CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
     path.mkdir()
     try:
         (path / "pids.max").write_text(str(max_processes))
         yield path
     finally:
         path.rmdir()
+
+
+@cache
+def _clear_leftovers() -> None:
+    """Remove what runs of a maslab process that died (``kill -9``) left: their temporary
+    directories and their (emptied) pids cgroups, each named after its creator's pid. Once per
+    process, before its first run."""
+    places = [(Path(tempfile.gettempdir()), _RUN_PREFIX, False)]
+    if (cgroups := _cgroup_root()) is not None:
+        places.append((cgroups, _CGROUP_PREFIX, True))
+    for root, prefix, cgroup in places:
+        with suppress(OSError):
+            for path in root.glob(f"{prefix}*"):
+                found = _LEFTOVER.fullmatch(path.name)
+                if found and path.is_dir() and not _alive(int(found[1])):
+                    _remove_leftover(path, cgroup=cgroup)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's: alive
+        return True
+    return True
+
+
+def _remove_leftover(path: Path, *, cgroup: bool) -> None:
+    with suppress(OSError):
+        if cgroup:
+            _kill_cgroup(path)
+            path.rmdir()
+        else:
+            shutil.rmtree(path)
 
 
 def _kill_tree(proc: Process, cgroup: Path | None, namespaced: bool) -> None:

@@ -401,3 +401,29 @@ def test_the_launcher_ends_a_run_past_its_wall_limit_by_itself(tmp_path):
         command, cwd=run.workdir, env=run.environment(), capture_output=True, timeout=120
     )  # a 600 s sleep, ended long before the guard
     assert ended.returncode != 0
+
+
+def test_what_a_killed_maslab_left_is_cleared_before_the_next_run(sandbox_tmp):
+    """A ``kill -9`` of maslab leaves its runs' temporary directories and pids cgroups; the next
+    process clears those of dead processes (never a live one's) before its first run."""
+    dead = _a_dead_pid()
+    left = sandbox_tmp / f"maslab-sandbox-{dead}-x1y2"
+    (left / "work").mkdir(parents=True)
+    (left / "work" / "main.py").write_text("print('left over')")
+    live = sandbox_tmp / f"maslab-sandbox-{os.getpid()}-a3b4"
+    live.mkdir()
+    cgroups = sandbox._cgroup_root()
+    cgroup = cgroups / f"maslab-{dead}-{uuid.uuid4().hex}" if cgroups else None
+    if cgroup is not None:
+        cgroup.mkdir()
+    sandbox._clear_leftovers.cache_clear()
+    assert run_python("print('ok')").stdout == "ok\n"
+    assert not left.exists() and live.is_dir()
+    assert cgroup is None or not cgroup.exists()
+    live.rmdir()
+
+
+def _a_dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
