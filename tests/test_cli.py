@@ -36,6 +36,17 @@ def run_cli(*args: str) -> int:
     return main([str(a) for a in args])
 
 
+def vanilla_command(
+    data: Path, server: FakeOpenAIServer, out: Path, *, concurrency: int
+) -> list[str]:
+    """``maslab run`` of vanilla on ``data`` against the fake ``server``, as a user types it."""
+    return [
+        sys.executable, "-m", "maslab.cli", "run", "--method", "vanilla", "--benchmark", "gsm8k",
+        "--data", str(data), "--no-cache", "--quiet", "--model", f"openai:fake@{server.base_url}",
+        "--out", str(out), "--concurrency", str(concurrency),
+    ]  # fmt: skip
+
+
 def gsm8k_run(out: Path, *extra: str) -> int:
     return run_cli(
         "run", "--method", "llm_debate", "--benchmark", "gsm8k", "--data", GSM8K,
@@ -98,11 +109,7 @@ def test_sigkilled_run_resumes_without_duplicates_or_repeated_requests(tmp_path)
     # four answers, then the server holds the requests: the kill lands mid-run however late
     latency = AnswerThenHold(4)
     with FakeOpenAIServer(lambda r: "The answer is 14.", latency=latency) as server:
-        command = [
-            sys.executable, "-m", "maslab.cli", "run", "--method", "vanilla",
-            "--benchmark", "gsm8k", "--data", str(data), "--no-cache", "--quiet",
-            "--model", f"openai:fake@{server.base_url}", "--out", str(out), "--concurrency", "2",
-        ]  # fmt: skip
+        command = vanilla_command(data, server, out, concurrency=2)
         process = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + 120  # a guard against a hang
         while time.monotonic() < deadline:
@@ -286,11 +293,7 @@ def test_a_second_run_on_a_directory_being_written_exits_2_naming_the_holder(tmp
     data.write_text(GSM8K.read_text())
     latency = AnswerThenHold(2)
     with FakeOpenAIServer(lambda r: "The answer is 14.", latency=latency) as server:
-        command = [
-            sys.executable, "-m", "maslab.cli", "run", "--method", "vanilla",
-            "--benchmark", "gsm8k", "--data", str(data), "--no-cache", "--quiet",
-            "--model", f"openai:fake@{server.base_url}", "--out", str(out), "--concurrency", "1",
-        ]  # fmt: skip
+        command = vanilla_command(data, server, out, concurrency=1)
         first = subprocess.Popen(command)
         try:
             deadline = time.monotonic() + 120  # a guard against a hang
