@@ -364,7 +364,7 @@ def test_a_failed_setup_is_an_error_that_says_why(monkeypatch, sandbox_tmp):
 
 
 @pytest.mark.parametrize("backend", ["namespaces", "none"])
-async def test_a_sandboxed_program_ends_when_maslab_is_killed(backend):
+async def test_a_sandboxed_program_ends_when_maslab_is_killed(backend, tmp_path):
     """``kill -9`` of the process that ran a sandbox orphaned its program, which ran on past
     its wall limit: the launcher now ends the run when its parent dies."""
     if backend == "namespaces" and protections()["backend"] == "none":
@@ -375,7 +375,7 @@ async def test_a_sandboxed_program_ends_when_maslab_is_killed(backend):
         f"run_python('import time\\ntime.sleep(600)', files={{{marker!r}: ''}},"
         " limits=Limits(wall_seconds=600, cpu_seconds=600))\n"
     )
-    env = {**os.environ, BACKEND_VARIABLE: backend}
+    env = {**os.environ, BACKEND_VARIABLE: backend, "TMPDIR": str(tmp_path)}  # what it leaves
     maslab = subprocess.Popen([sys.executable, "-c", script], env=env)
     try:
         where = await _where_running(marker)
