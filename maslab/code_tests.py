@@ -87,7 +87,7 @@ async def run_tests(task: Task, attempt: str, tests: list[str]) -> TestRun:
     if run.error:
         return TestRun(False, f"The code failed to run: {run.error}", (0, len(tests)))
     if len(run.results) < len(tests):
-        why = run.first_failure() or run.status
+        why = run.first_failure()
         return TestRun(
             False, f"The program ended before the tests finished ({why}).", (0, len(tests))
         )
@@ -101,14 +101,9 @@ async def run_tests(task: Task, attempt: str, tests: list[str]) -> TestRun:
     if failed:
         lines.append("Failed:")
         for test, result in failed:
-            note = f"returned {result.got}" if result.got else _without_line(result.error)
+            note = f"returned {result.got}" if result.got else result.error
             lines.append(f"{test}  # {note or 'failed'}")
     return TestRun(not failed, "\n".join(lines), (len(passed), len(tests)))
-
-
-def _without_line(error: str | None) -> str | None:
-    """An examiner's error without its " at `line`" (the feedback shows the test already)."""
-    return error.split(" at `", 1)[0] if error else error
 
 
 # The expected value: the non-blank lines after the call, up to a blank line, the next call or

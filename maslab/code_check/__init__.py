@@ -24,7 +24,8 @@ import asyncio
 import json
 import secrets
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +35,20 @@ _HERE = Path(__file__).parent
 _LIMITS = ("timeout", "memory", "output_limit")
 
 
+@cache
 def _program(name: str) -> str:
+    """The source of one of the sandboxed programs beside this file (read once)."""
     return (_HERE / name).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
 class TestResult:
-    """One test: whether it passed; else its error and, for ``assert f(x) == y``, what
-    ``f(x)`` was."""
+    """One test: whether it passed; else its error, the test's line where it was raised
+    (``at``) and, for ``assert f(x) == y``, what ``f(x)`` was."""
 
     passed: bool
     error: str | None = None
+    at: str | None = None
     got: str | None = None
 
 
@@ -58,7 +62,6 @@ class Examination:
     tests: int
     error: str | None
     status: str
-    subject: SandboxResult | None = field(default=None, repr=False)
 
     @property
     def passed(self) -> bool:
@@ -77,8 +80,9 @@ class Examination:
             return self.error
         for number, result in enumerate(self.results):
             if not result.passed:
+                at = f" at `{result.at}`" if result.at else ""
                 shown = f" (got {result.got})" if result.got else ""
-                return f"test {number + 1}: {result.error}{shown}"
+                return f"test {number + 1}: {result.error}{at}{shown}"
         return "the tests did not finish"
 
 
@@ -154,9 +158,9 @@ def _examination(
         lines = examiner.stderr.strip().splitlines()
         why = status if status != "ok" else "the examiner sent no report"
         error = f"{why}: {lines[-1]}" if lines and status == "error" else why
-        return Examination((), tests, error, status, subject)
+        return Examination((), tests, error, status)
     results = tuple(
-        TestResult(bool(r.get("passed")), r.get("error"), r.get("got"))
+        TestResult(bool(r.get("passed")), r.get("error"), r.get("at"), r.get("got"))
         for r in report.get("results") or []
     )
-    return Examination(results, tests, report.get("error"), status, subject)
+    return Examination(results, tests, report.get("error"), status)

@@ -164,16 +164,17 @@ def _tables(table: symtable.SymbolTable) -> Iterator[symtable.SymbolTable]:
         yield from _tables(child)
 
 
-def _failure(exc: BaseException, tests: list[str]) -> tuple[str, FrameType | None]:
-    """The line of a test where ``exc`` was raised (as `` at `line` ``) and that test's frame."""
-    where, frame = "", None
+def _failure(exc: BaseException, tests: list[str]) -> tuple[str | None, FrameType | None]:
+    """The line of a test where ``exc`` was raised and that test's frame (None, None outside
+    the tests)."""
+    where, frame = None, None
     traceback = exc.__traceback__
     while traceback is not None:
         name = traceback.tb_frame.f_code.co_filename
         if name.startswith("<test ") and name.endswith(">"):
             lines = tests[int(name[6:-1])].splitlines()
             if 0 < traceback.tb_lineno <= len(lines):
-                where = f" at `{lines[traceback.tb_lineno - 1].strip()}`"
+                where = lines[traceback.tb_lineno - 1].strip()
                 frame = traceback.tb_frame
         traceback = traceback.tb_next
     return where, frame
@@ -183,7 +184,7 @@ def _got(line: str, frame: FrameType, seconds: float | None) -> str | None:
     """For a failed ``assert left == right`` on ``line``, ``left`` evaluated again in its frame
     and shown; None for any other line."""
     try:
-        node = ast.parse(line.strip(" `")).body[0]
+        node = ast.parse(line).body[0]
     except (SyntaxError, IndexError):
         return None
     compare = node.test if isinstance(node, ast.Assert) else None
@@ -225,10 +226,12 @@ def examine(plan: dict[str, Any], subject: Subject) -> dict[str, Any]:
         except BaseException as exc:
             where, frame = _failure(exc, tests)
             got = None
-            if isinstance(exc, AssertionError) and frame and not subject.broken:
-                got = _got(where.removeprefix(" at "), frame, test_seconds)
-            error = (wire.one_line(exc) + where)[: wire.SHOWN]
-            report["results"].append({"passed": False, "error": error, "got": got})
+            if isinstance(exc, AssertionError) and where and frame and not subject.broken:
+                got = _got(where, frame, test_seconds)
+            at = where[: wire.SHOWN] if where else None
+            report["results"].append(
+                {"passed": False, "error": wire.one_line(exc), "at": at, "got": got}
+            )
             if plan["stop_at_failure"]:
                 break
     return report

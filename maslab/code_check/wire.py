@@ -94,7 +94,6 @@ _BUILDERS: dict[str, Callable[[list[Any]], Any]] = {
     "tuple": tuple,
     "set": set,
     "frozenset": frozenset,
-    "dict": lambda pairs: {key: value for key, value in pairs},
 }
 
 
@@ -118,9 +117,9 @@ def _decode(data: Encoded, resolve: Callable[[int], Any]) -> Any:
     if kind is not dict or len(data) != 1:
         raise ValueError("not a tagged value")
     ((tag, body),) = data.items()
+    if tag == "dict" and type(body) is list:
+        return dict(_pair(pair, resolve) for pair in body)
     if tag in _BUILDERS and type(body) is list:
-        if tag == "dict":
-            return _BUILDERS[tag]([_pair(pair, resolve) for pair in body])
         return _BUILDERS[tag]([_decode(item, resolve) for item in body])
     if tag == "bytes" and type(body) is str:
         return base64.b64decode(body, validate=True)
