@@ -34,6 +34,8 @@ _MAX_EXPLANATION = 200
 class CodeExecution(Evaluator):
     """Correct when every test runs to its end against the code, within ``limits``."""
 
+    runs_model_code = True
+
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__()
         self.limits = limits or Limits()

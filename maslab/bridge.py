@@ -8,13 +8,15 @@ Each request the program sends is checked and served through the sample's contex
 method's own calls. The program never holds a key, an endpoint or the network.
 
 * A request that breaks the rules (turns, roles, sizes, unknown parameters, the call limit) or a
-  call the model fails gets an error reply: the program's call raises, the run goes on.
+  call the model fails gets an error reply: the program's call raises, the run goes on. Each is
+  counted, in :class:`ProgramRun` and in the sample's context (``program_calls_refused``,
+  ``program_calls_failed``): its trace and its triage signals show it.
 * A call the budget forbids (:class:`~maslab.errors.BudgetExceeded`), or any other stop of the
   sample, ends the program and is raised here, as for a method's own call.
 * Abuse of the channel ends the program (status ``killed``) and says why in
   :attr:`ProgramRun.violation`: a frame over :data:`~maslab.bridge_client.MAX_FRAME_BYTES`, one
   that is not a JSON object with an integer ``id``, or more than :data:`MAX_REFUSED` refused
-  requests.
+  requests. The offending request counts as refused.
 
 Up to ``max_concurrent`` calls are served at once (a program's threads or gathered tasks); the
 next request is read only when one is done, so a flood waits on its own socket. The wall-time
@@ -72,14 +74,15 @@ class ProgramRun:
     """How a program that calls models ended.
 
     ``calls``: the requests passed to the model (each one a call in the sample's ledger);
-    ``refused``: requests answered with an error (invalid, over the limit, or failed by the
-    model); ``violation``: why the bridge ended the program
-    (its status is then ``killed``), None if it did not.
+    ``refused``: requests not passed to it (invalid, over the limit, or ending the program);
+    ``failed``: calls the model failed (answered with an error); ``violation``: why the bridge
+    ended the program (its status is then ``killed``), None if it did not.
     """
 
     result: SandboxResult
     calls: int
     refused: int
+    failed: int
     violation: str | None
 
 
@@ -123,7 +126,7 @@ async def run_with_llm(
         files={**(files or {}), CLIENT_FILE: _client_source()},
         channel=server.serve,
     )
-    return ProgramRun(result, server.calls, server.refused, server.violation)
+    return ProgramRun(result, server.calls, server.refused, server.failed, server.violation)
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,7 @@ _ENDINGS = {
     "timeout": "the program ran out of time",
     "memory": "the program ran out of memory",
     "output_limit": "the program wrote more output than allowed",
+    "disk_limit": "the program filled its writable space",
     "killed": "the program was killed",
 }
 
@@ -287,6 +291,10 @@ class _Refused(Exception):
     """A request the bridge will not serve; the message goes back to the program."""
 
 
+class _Abuse(Exception):
+    """A frame that ends the program (see the module docstring); the message says why."""
+
+
 @dataclass(frozen=True)
 class _Call:
     """A checked request."""
@@ -312,7 +320,7 @@ class _Server:
         self.ctx, self.agent, self.role, self.model = ctx, agent, role or agent, model
         self.max_calls = max_calls
         self.slots = asyncio.Semaphore(max_concurrent)
-        self.calls = self.refused = 0
+        self.calls = self.refused = self.failed = 0
         self.violation: str | None = None
         self.answering: set[asyncio.Task[None]] = set()
         self.sending = asyncio.Lock()
@@ -353,24 +361,17 @@ class _Server:
         while True:
             await self.slots.acquire()
             try:
-                header = await reader.readexactly(protocol.HEADER.size)
-                size = protocol.HEADER.unpack(header)[0]
-                if size > protocol.MAX_FRAME_BYTES:
-                    return f"a request of {size} bytes (the limit is {protocol.MAX_FRAME_BYTES})"
-                body = orjson.loads(await reader.readexactly(size))
+                request_id, body = await _request(reader)
             except (asyncio.IncompleteReadError, ConnectionError):
                 return None  # closed; reset, when the program left replies unread
-            except orjson.JSONDecodeError:
-                return "a request that is not JSON"
-            request_id = body.get("id") if isinstance(body, dict) else None
-            if not isinstance(request_id, int) or isinstance(request_id, bool):
-                return "a request that is not a JSON object with an integer id"
+            except _Abuse as abuse:
+                self._refuse()
+                return str(abuse)
             try:
                 call: _Call | str = self._check(request_id, body)
                 self.calls += 1
             except _Refused as refusal:
-                self.refused += 1
-                if self.refused > MAX_REFUSED:
+                if self._refuse() > MAX_REFUSED:
                     return f"more than {MAX_REFUSED} refused requests"
                 call = str(refusal)
             task = asyncio.ensure_future(self._answer(writer, request_id, call, stopped))
@@ -412,7 +413,8 @@ class _Server:
                 call.messages, model=model, agent=name, **{**settings, **call.params}
             )
         except (LLMError, ConfigError) as error:
-            self.refused += 1
+            self.failed += 1
+            self.ctx.program_calls_failed += 1
             return {"id": call.id, "error": str(error)}
         usage = completion.usage
         return {
@@ -425,6 +427,12 @@ class _Server:
             },
             "cached": completion.cached,
         }
+
+    def _refuse(self) -> int:
+        """Count a refused request, the program's and its sample's; the program's count."""
+        self.refused += 1
+        self.ctx.program_calls_refused += 1
+        return self.refused
 
     def _check(self, request_id: int, body: dict[str, Any]) -> _Call:
         """The request as a call, or :class:`_Refused` saying what is wrong with it."""
@@ -442,6 +450,23 @@ class _Server:
         limit = self.ctx.sampling.get("max_tokens") or protocol.MAX_TOKENS
         checked = _params(params, min(limit, protocol.MAX_TOKENS))
         return _Call(request_id, _messages(body.get("messages")), checked, agent)
+
+
+async def _request(reader: asyncio.StreamReader) -> tuple[int, dict[str, Any]]:
+    """The next request's id and body; :class:`_Abuse` for a frame that ends the program, and
+    :class:`asyncio.IncompleteReadError` or :class:`ConnectionError` once the channel closes."""
+    header = await reader.readexactly(protocol.HEADER.size)
+    size = protocol.HEADER.unpack(header)[0]
+    if size > protocol.MAX_FRAME_BYTES:
+        raise _Abuse(f"a request of {size} bytes (the limit is {protocol.MAX_FRAME_BYTES})")
+    try:
+        body = orjson.loads(await reader.readexactly(size))
+    except orjson.JSONDecodeError:
+        raise _Abuse("a request that is not JSON") from None
+    request_id = body.get("id") if isinstance(body, dict) else None
+    if not isinstance(request_id, int) or isinstance(request_id, bool):
+        raise _Abuse("a request that is not a JSON object with an integer id")
+    return request_id, body
 
 
 def _messages(turns: Any) -> list[ChatMessage]:

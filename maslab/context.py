@@ -2,7 +2,8 @@
 
 It resolves model handles, numbers identical requests (the cache's draw index), enforces the
 sample's budget, records every call in the usage ledger and every agent message in the
-transcript, and gives the sample its own seeded random generator.
+transcript, counts the requests of its sandboxed programs (:mod:`maslab.bridge`) that were
+refused or failed, and gives the sample its own seeded random generator.
 """
 
 from __future__ import annotations
@@ -159,6 +160,8 @@ class Context:
         self.topology: Topology | None = None
         self.proposal: Solution | None = None
         self.budget_stop: BudgetExceeded | None = None
+        self.program_calls_refused = 0  # its programs' requests the bridge refused (no call)
+        self.program_calls_failed = 0  # its programs' calls the model failed (error replies)
         self._ended = False
         self._draws: Counter[tuple[str, str]] = Counter()
         self._inflight: set[asyncio.Future[Completion]] = set()

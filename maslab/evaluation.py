@@ -106,6 +106,8 @@ class Evaluator:
     execution_options: ClassVar[frozenset[str]] = frozenset()
     """Options that change how scoring runs, never a score (a worker count): they stay out of
     a run's identity, so a run resumes under other values of them."""
+    runs_model_code: ClassVar[bool] = False
+    """Scoring runs the answer's code (see :attr:`maslab.method.Method.runs_model_code`)."""
 
     def __init__(self, **options: Any) -> None:
         if options:

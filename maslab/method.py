@@ -11,9 +11,9 @@ import asyncio
 import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError
 
 from maslab.config_files import validation_message
 from maslab.context import Context
@@ -25,11 +25,24 @@ from maslab.registry import Registry
 from maslab.roles import ModelRoles, check_model_roles, check_role_names
 from maslab.task import Solution, Task
 
+_RELEARN = "delete it to optimise again"  # the fix for a saved learned state that does not load
+
 
 class MethodConfig(BaseModel):
     """Base of every method's configuration: unknown keys are errors, not silently ignored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MethodState(BaseModel):
+    """Base of every method's learned-state schema (``Method.LearnedState``): unknown keys are
+    errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+FiniteNumber = Annotated[float, Strict(), AllowInfNan(False)]
+"""A number of a learned state: an int or a float, never a string, a bool, NaN or infinity."""
 
 
 class Method:
@@ -98,6 +111,13 @@ class Method:
     """The family the method belongs to: "debate", "group-of-agents topology", ..."""
     calls: ClassVar[str] = ""
     """LLM calls per task: the formula in the method's parameters, and its default value."""
+    LearnedState: ClassVar[type[MethodState] | None] = None
+    """The schema of :meth:`learned_state`'s data, which a saved state must fit to be loaded
+    (:meth:`restore_learned_state`); None: loaded unchecked."""
+    runs_model_code: ClassVar[bool] = False
+    """Every sample runs model-written code in the sandbox: a run refuses to start where that
+    cannot be isolated (see :func:`maslab.sandbox.isolation_refusal`). A method that runs code
+    only sometimes leaves it False; its run stops at the first program instead."""
 
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
@@ -173,8 +193,38 @@ class Method:
         return None
 
     def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        """Take back a :meth:`learned_state` (a resumed run), instead of optimising again."""
+        """Take back a :meth:`learned_state`, already checked against :attr:`LearnedState`
+        (:meth:`restore_learned_state` checks it); what the schema cannot check (does it fit
+        this config?) is a :class:`ConfigError`."""
         raise ConfigError(f"{self.name or type(self).__name__} has no learned state to load")
+
+    @classmethod
+    def check_learned_state(cls, state: Any, source: str) -> Any:
+        """``state`` as :attr:`LearnedState` reads it (JSON data), unchanged without a schema;
+        one that does not fit, or None, is a one-line :class:`ConfigError` naming ``source``."""
+        if cls.LearnedState is None:
+            return state
+        what = f"{source}: invalid {cls.name or cls.__name__} learned state"
+        if not isinstance(state, Mapping):
+            got = "null" if state is None else type(state).__name__
+            raise ConfigError(f"{what}: expected an object, got {got}; {_RELEARN}")
+        try:
+            return cls.LearnedState.model_validate(state).model_dump(mode="json")
+        except ValidationError as exc:
+            raise ConfigError(f"{validation_message(exc, what)}; {_RELEARN}") from None
+
+    def restore_learned_state(self, state: Any, source: str) -> None:
+        """Load a saved :meth:`learned_state` (a resumed run, a worker), instead of optimising
+        again: checked (:meth:`check_learned_state`), then :meth:`load_learned_state`. A state
+        that does not fit is a one-line :class:`ConfigError` naming ``source``, its file; a
+        method without a schema loads a null state as nothing learned."""
+        state = self.check_learned_state(state, source)
+        if state is None:
+            return
+        try:
+            self.load_learned_state(state)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}; {_RELEARN}") from None
 
     @classmethod
     def learns(cls) -> bool:

@@ -52,9 +52,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from maslab.context import derive_seed
 from maslab.errors import ConfigError
+from maslab.method import FiniteNumber
 from maslab.topology import Topology
 
 Edge = tuple[str, str]
@@ -239,6 +241,19 @@ class EdgePolicy:
         return policy
 
 
+class EdgePolicyState(BaseModel):
+    """The schema of :meth:`EdgePolicy.to_json` in a learned state (its shapes are checked by
+    :meth:`EdgePolicy.from_json`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nodes: list[str]
+    edges: list[tuple[str, str]]
+    logits: list[FiniteNumber]
+    features: int = Field(ge=0, strict=True)
+    weights: list[list[FiniteNumber]]
+
+
 # -- choices --------------------------------------------------------------------------------
 
 
@@ -325,3 +340,15 @@ class ChoicePolicy:
             raise ConfigError(f"{where}: malformed choice policy ({exc!r})") from None
         policy.logits, policy.weights = logits, weights
         return policy
+
+
+class ChoicePolicyState(BaseModel):
+    """The schema of :meth:`ChoicePolicy.to_json` in a learned state (its shapes are checked
+    by :meth:`ChoicePolicy.from_json`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    slots: list[str]
+    options: list[str]
+    logits: list[list[FiniteNumber]]
+    weights: list[list[list[FiniteNumber]]]

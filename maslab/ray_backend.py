@@ -24,10 +24,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from maslab.distributed import plan_shards, share, split_endpoints, usable_slots
@@ -38,6 +40,8 @@ from maslab.llm.endpoints import EndpointsFile, endpoints_table
 from maslab.llm.registry import ModelPool
 from maslab.llm.types import Completion
 from maslab.method import Method
+from maslab.ray_watchdog import watch
+from maslab.results import LEARNED_STATE
 from maslab.runner import all_or_first_failure
 from maslab.samples import Finished, SampleSolver, build_evaluator
 from maslab.sandbox import require_isolation
@@ -172,7 +176,7 @@ class ShardWorker:
         models, calls = self.resources(run)
         method = run.method(config.method_config)
         if run.learned_state is not None:
-            method.load_learned_state(run.learned_state)
+            method.restore_learned_state(run.learned_state, str(Path(config.out) / LEARNED_STATE))
         evaluator = build_evaluator(run.evaluator, config.evaluator_options, models)
         solver = SampleSolver(config, method, evaluator, models)
         open_samples = asyncio.Semaphore(self._share(config.concurrency))
@@ -244,6 +248,7 @@ class RayCluster:
         self.shards = shards
         self.slots = 0
         self._started_ray = False
+        self._watchdog: subprocess.Popen[bytes] | None = None  # of a local Ray started here
         self._cache: Any | None = None
         self._workers: list[Any] = []  # each slot's worker (an actor handle)
         self._idle: asyncio.Queue[int] = asyncio.Queue()  # a slot per free lane
@@ -292,6 +297,7 @@ class RayCluster:
                 ray.init(address=self.address, **options)
             else:
                 ray.init(num_cpus=self.workers, include_dashboard=False, **options)
+                self._watchdog = watch(ray._private.worker._global_node.get_session_dir_path())
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = self.address or os.environ.get("RAY_ADDRESS") or "a local Ray"
             raise ConfigError(f"cannot start or join Ray at {where}: {exc}") from None
@@ -360,3 +366,6 @@ class RayCluster:
             ray.kill(self._cache, no_restart=True)
         if self._started_ray:
             ray.shutdown()
+        if self._watchdog is not None:  # it kills what the shutdown left, then ends
+            self._watchdog.communicate()
+            self._watchdog = None

@@ -413,6 +413,7 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
         about.append(repeats)
     if errors := s.describe_errors():
         about.append(f"errors: {errors}")
+    about.extend(m.describe_sandbox())
     about.extend(m.describe_caps())
     if tasks > max_tasks:
         flagged = ", those of flagged samples first" if run.triage.ranked else ""

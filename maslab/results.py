@@ -160,6 +160,18 @@ class Manifest(BaseModel):
             for model, cap in self.endpoint_caps.items()
         ]
 
+    def describe_sandbox(self) -> list[str]:
+        """A warning when the run let model-written code run without isolation (its
+        ``--unsafe-no-sandbox``, where the sandbox lacked essential protections)."""
+        sandbox = (self.model_extra or {}).get("sandbox") or {}
+        missing = sandbox.get("missing") or []
+        if not (sandbox.get("unsafe_no_sandbox") and missing):
+            return []
+        return [
+            f"--unsafe-no-sandbox: model-written code could run with the user's rights here "
+            f"(no {', '.join(map(str, missing))})"
+        ]
+
     def planned(self) -> set[Key] | None:
         """The (task, repeat) keys this run asked for; None for manifests that predate the list."""
         if self.task_ids is None:

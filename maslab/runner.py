@@ -38,7 +38,7 @@ from maslab.errors import ConfigError, RunFailed
 from maslab.evaluation import Evaluator, get_evaluator, identity_options
 from maslab.llm.registry import ModelPool
 from maslab.method import Method, get_method
-from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.results import LEARNED_STATE, Manifest, ResultRecord, RunStore
 from maslab.roles import ModelRoles, check_model_roles, role_models
 from maslab.samples import (
     Finished,
@@ -48,7 +48,13 @@ from maslab.samples import (
     trace,
     usage_fields,
 )
-from maslab.sandbox import protections, require_isolation
+from maslab.sandbox import (
+    isolation_refusal,
+    missing_isolation,
+    protections,
+    require_isolation,
+    unsafe_no_sandbox,
+)
 from maslab.scheduling import CallGate, Policy
 from maslab.shard import shard_tasks
 from maslab.task import Task
@@ -106,6 +112,8 @@ class RunConfig(BaseModel):
         max_seconds: Per-sample budget: wall-clock seconds.
         cache: The SQLite response cache file; None runs uncached.
         strict_sandbox: Refuse to start where model-written code cannot run fully isolated.
+        unsafe_no_sandbox: Let model-written code run where it cannot be isolated (no new root or
+            no network of its own), with your user's rights; without it such a run refuses.
         native: Let methods and judges use what a model does natively (structured output,
             tool calls); False keeps every call on the text protocol, for comparisons.
         optimize_on: A split of the benchmark the method learns from (its ``optimize``) before
@@ -141,6 +149,7 @@ class RunConfig(BaseModel):
     max_seconds: float | None = Field(None, gt=0)
     cache: str | None = None
     strict_sandbox: bool = False
+    unsafe_no_sandbox: bool = False
     native: bool = True
     optimize_on: str | None = None
     optimize_limit: int | None = Field(None, ge=1)
@@ -200,7 +209,12 @@ def _manifest(
         evaluator_options={
             k: str(v) for k, v in identity_options(evaluator, config.evaluator_options).items()
         },
-        sandbox={**protections(), "strict": config.strict_sandbox},
+        sandbox={
+            **protections(),
+            "strict": config.strict_sandbox,
+            "unsafe_no_sandbox": config.unsafe_no_sandbox,
+            "missing": missing_isolation(strict=False),
+        },
         optimize=optimize,
         endpoint_caps=endpoint_caps,
     )
@@ -287,8 +301,11 @@ class Runner:
             get_evaluator(self.evaluator_name), config.evaluator_options, self.models
         )
         self.solver = SampleSolver(config, self.method, self.evaluator, self.models)
+        # refuse before anything runs where code cannot be contained
         if config.strict_sandbox:
-            require_isolation()  # refuse before anything runs where code cannot be contained
+            require_isolation()
+        elif not config.unsafe_no_sandbox and self.runs_model_code() and isolation_refusal():
+            raise ConfigError(isolation_refusal())
         self._check_golds()
         for spec in (config.model, *role_models(config.model_roles)):
             self.models.get(spec)  # a bad spec or a missing key fails here, not per sample
@@ -305,10 +322,14 @@ class Runner:
         self._succeeded = False
         self._endpoint_failures = 0
 
+    def runs_model_code(self) -> bool:
+        """Whether every sample runs model-written code (the method's or the scoring's)."""
+        return self.method.runs_model_code or self.evaluator.runs_model_code
+
     def _optimize_split(self, test: list[Task]) -> tuple[list[Task], dict[str, Any]]:
         """The optimisation step's tasks and their part of the run's identity; a one-line
-        error when the method learns nothing or the split shares a task with the test split
-        ``test`` (the same split, a shared id or the same question text)."""
+        error when the method learns nothing, the split has no task or shares one with the
+        test split ``test`` (the same split, a shared id or the same question text)."""
         config = self.config
         split = config.optimize_on
         if not self.method.learns():
@@ -317,6 +338,8 @@ class Runner:
             raise ConfigError(f"the optimisation split {split!r} is the test split")
         every = self.benchmark.load(split, seed=config.seed if config.shuffle else None)
         tasks = every[: config.optimize_limit]
+        if not tasks:  # nothing to learn from: its learned state would be null
+            raise ConfigError(f"the optimisation split {split!r} has no tasks")
         ids, questions = {t.id for t in test}, {question_hash(t) for t in test}
         shared = [t for t in tasks if t.id in ids or question_hash(t) in questions]
         if shared:
@@ -388,15 +411,15 @@ class Runner:
         and save what it learned, atomically."""
         saved, state = self.store.learned_state()
         if saved:
-            if state is not None:
-                self.method.load_learned_state(state)
+            self.method.restore_learned_state(state, str(self.store.dir / LEARNED_STATE))
             return
         config = self.config
         ctx = self.solver.context(OPTIMIZE_ID, 0, calls, budget=None)
         started = time.monotonic()
         failure: BaseException | None = None
         try:
-            await self.method.optimize(self.optimize_tasks, ctx)
+            with unsafe_no_sandbox(config.unsafe_no_sandbox):
+                await self.method.optimize(self.optimize_tasks, ctx)
         except BaseException as exc:  # recorded below; an interrupt propagates as it is
             failure = exc
         await ctx.settle()

@@ -20,6 +20,7 @@ from maslab.evaluation import Evaluator
 from maslab.llm.registry import ModelPool
 from maslab.method import Method
 from maslab.results import ResultRecord
+from maslab.sandbox import IsolationMissing, unsafe_no_sandbox
 from maslab.scheduling import CallGate
 from maslab.task import Task
 from maslab.triage import signals
@@ -73,14 +74,17 @@ def usage_fields(ctx: Context) -> dict[str, Any]:
 def trace(
     task_id: str, repeat: int, prompt: str | None, ctx: Context, task: Task | None = None
 ) -> dict[str, Any]:
-    """A sample's trace line: its calls, its transcript and the topology it ran on; given the
-    ``task``, also the answer extracted from each message as its answer type extracts (None
-    where there is none), which :mod:`maslab.trajectory` reads."""
+    """A sample's trace line: its calls, the requests of its programs that the bridge refused
+    and the calls of theirs that failed (:mod:`maslab.bridge`), its transcript and the topology
+    it ran on; given the ``task``, also the answer extracted from each message as its answer
+    type extracts (None where there is none), which :mod:`maslab.trajectory` reads."""
     line = {
         "task_id": task_id,
         "repeat": repeat,
         "prompt": prompt,
         "calls": [r.to_dict() for r in ctx.ledger.records],
+        "program_calls_refused": ctx.program_calls_refused,
+        "program_calls_failed": ctx.program_calls_failed,
         "messages": [m.model_dump(mode="json") for m in ctx.transcript],
         "topology": ctx.topology.to_dict() if ctx.topology is not None else None,
     }
@@ -129,7 +133,8 @@ class SampleSolver:
         carries the sample's triage signals, read from its trace."""
         ctx = self.context(task.id, repeat, calls, self.config.budget())
         started = time.monotonic()
-        record, failure = await self._solve_and_score(task, ctx)
+        with unsafe_no_sandbox(self.config.unsafe_no_sandbox):
+            record, failure = await self._solve_and_score(task, ctx)
         elapsed = time.monotonic() - started
         line = trace(task.id, repeat, task.prompt(), ctx, task)
         update = {**usage_fields(ctx), "elapsed_s": elapsed, "signals": signals(record, line)}
@@ -143,11 +148,15 @@ class SampleSolver:
         base = {"task_id": task.id, "repeat": ctx.repeat, "gold": task.gold}
         try:
             solution = await self.method.run_sample(task, ctx)
+        except IsolationMissing:  # the run's to stop, not this sample's to record
+            raise
         except Exception as exc:  # a model failure or a method bug: recorded, retried on resume
             return ResultRecord(**base, status="error", error=describe(exc)), exc
         status = "ok" if ctx.budget_stop is None else "budget"
         try:
             score = await self.evaluator.score(task, solution.answer, ctx=ctx)
+        except IsolationMissing:
+            raise
         except Exception as exc:  # a judge failure or an evaluator bug: this sample's error
             error = f"evaluator: {describe(exc)}"
             return ResultRecord(**base, status="error", answer=solution.answer, error=error), exc

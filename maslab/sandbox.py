@@ -8,12 +8,16 @@ Layers, each used where the machine allows it (:func:`protections` says which ar
   error or a cancellation kill the whole process tree, which is always reaped. The launcher
   also ends the run by itself when maslab dies (even by ``kill -9``: a parent-death signal) and
   a few seconds after the wall limit, should maslab not have ended it.
+* A seccomp filter (x86-64 and arm64 kernels with seccomp): no mounts, no new namespaces (user
+  ones included), no tracing of other processes, no keyrings, BPF or io_uring
+  (:data:`~maslab.sandbox_launcher.DENIED_SYSCALLS`).
 * A pids cgroup per run: fork bombs are contained even as root.
 * Namespaces: new pid and network namespaces (no network; the namespace's init reaps orphans and
   its exit kills every process left, daemons included) and a mount namespace with a new root
   (``pivot_root``, the host's root detached): the host's system directories and the base Python
-  installation read-only, the run's directory writable at ``/sandbox``, a private ``/tmp`` and
-  ``/dev/shm``, a few harmless devices and a fresh ``/proc`` showing only the run's processes.
+  installation read-only, a copy of the run's files writable at ``/sandbox``, a private ``/tmp``
+  and ``/dev/shm`` (those three RAM file systems bounded in size and files, none a host
+  directory), a few harmless devices and a fresh ``/proc`` showing only the run's processes.
   Home directories, caches, run directories, the working tree and the project's venv are absent.
   The program then drops its privileges: no new privileges, locked securebits, empty capability
   and bounding sets, and as root a uid/gid of its own (random per run, so its process limit is
@@ -26,7 +30,10 @@ Without namespaces (``none``), the program runs as maslab's user in the host's f
 read (and write) whatever that user can, including other runs' files, caches and credentials; it
 sees every process in ``/proc``, including the parent's environment when they share a uid; it
 has the network; and processes it detaches (a new session) outlive the run unless the pids
-cgroup catches them. :func:`require_isolation` refuses such a machine for strict runs.
+cgroup catches them. So a program runs only with a new root and no network (the
+:data:`ESSENTIAL` protections) unless the caller opted out (:func:`unsafe_no_sandbox`, the runs'
+``--unsafe-no-sandbox``): otherwise :func:`arun_python` raises :class:`IsolationMissing`.
+:func:`require_isolation` demands every protection (strict runs).
 
 The program runs as ``python -s main.py`` under the base interpreter (not the project's venv) and
 :mod:`maslab.sandbox_launcher`, run by file path, which sets all of the above up, runs the program
@@ -44,6 +51,7 @@ affect it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import math
 import os
@@ -66,13 +74,13 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from maslab.errors import ConfigError
-from maslab.sandbox_launcher import DEVICES, SANDBOX_DIR, SETUP_FAILED
+from maslab.errors import ConfigError, RunFailed
+from maslab.sandbox_launcher import CONFIG_VARIABLE, DEVICES, SANDBOX_DIR, SETUP_FAILED, SYSCALLS
 
 if TYPE_CHECKING:
     from maslab.sandbox_launcher import Config, Filesystem, Namespaces
 
-Status = Literal["ok", "error", "timeout", "memory", "output_limit", "killed"]
+Status = Literal["ok", "error", "timeout", "memory", "output_limit", "disk_limit", "killed"]
 Backend = Literal["namespaces", "userns", "none"]
 Ending = Literal["exited", "limit", "channel"]
 Service = Callable[[socket.socket], Awaitable[None]]
@@ -94,7 +102,13 @@ _DEV_LINKS = {
     "stdout": "/proc/self/fd/1",
     "stderr": "/proc/self/fd/2",
 }
-_STRICT = ("filesystem", "proc", "network", "unprivileged", "process_limit")
+ESSENTIAL = ("filesystem", "network")
+"""The protections without which a program runs only when the caller opted out."""
+_STRICT = ("filesystem", "proc", "network", "unprivileged", "process_limit", "syscall_filter")
+_OPT_OUT = "--unsafe-no-sandbox (unsafe_no_sandbox=True in Python)"
+_unisolated: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "maslab_unisolated", default=False
+)
 _RUN_IDS = range(0x4000_0000, 0x5000_0000)  # a run's own uid and gid, when maslab is root
 _CGROUP_ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"))  # v2, then v1
 _CPU_SLACK = 0.1  # rusage rounds: a run stopped at the CPU limit may report a hair under it
@@ -113,7 +127,9 @@ class Limits:
     """Resource limits for one run.
 
     ``max_processes`` counts threads, and the sandbox's own supervising process.
-    ``max_file_mb`` caps each file, and also sizes the private /tmp and /dev/shm (RAM).
+    ``max_file_mb`` caps each file. With a new root the program's directory, /tmp and /dev/shm
+    are file systems of their own (in RAM), each of ``disk_mb`` holding at most ``max_files``
+    files and directories.
     """
 
     wall_seconds: float = 10
@@ -122,6 +138,23 @@ class Limits:
     max_output_bytes: int = 1_000_000
     max_processes: int = 32
     max_file_mb: int = 16
+    disk_mb: int = 64
+    max_files: int = 4096
+
+
+class IsolationMissing(RunFailed):
+    """Model-written code was to run where it cannot be isolated, and nobody opted out."""
+
+
+@contextmanager
+def unsafe_no_sandbox(allowed: bool = True) -> Iterator[None]:
+    """Within: let programs run without the :data:`ESSENTIAL` protections (``allowed``), with
+    the rights of maslab's user; for this context and the tasks it starts."""
+    token = _unisolated.set(allowed)
+    try:
+        yield
+    finally:
+        _unisolated.reset(token)
 
 
 @dataclass(frozen=True)
@@ -162,7 +195,7 @@ def run_python(
     """Blocking :func:`arun_python`; also works from inside a running event loop."""
     run = arun_python(code, limits=limits, stdin=stdin, files=files)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, run).result()
+        return pool.submit(contextvars.copy_context().run, asyncio.run, run).result()
 
 
 async def arun_python(
@@ -185,8 +218,12 @@ async def arun_python(
             run owns from then on and closes (the parent keeps no copy); None: no channel.
 
     Raises:
+        IsolationMissing: The :data:`ESSENTIAL` protections are unavailable and the caller did
+            not opt out (:func:`unsafe_no_sandbox`); nothing ran.
         Exception: Whatever ``channel`` raised, once the run's processes are gone.
     """
+    if not _unisolated.get() and (refusal := isolation_refusal()):
+        raise IsolationMissing(refusal)
     _clear_leftovers()
     with (
         _owned(channel),
@@ -199,15 +236,15 @@ async def arun_python(
         run.prepare()
         output = _Output(limits.max_output_bytes)
         started = time.monotonic()
-        command = run.command(limits, cgroup, [_PYTHON, "-s", _ENTRY])
+        command, env = run.launch(limits, cgroup, [_PYTHON, "-s", _ENTRY])
         ending, launcher = await _run(
-            command, run, stdin, output, cgroup, limits.wall_seconds, channel
+            command, env, run, stdin, output, cgroup, limits.wall_seconds, channel
         )
         duration = time.monotonic() - started
-        returncode, cpu_used = _read_exit(run.exit_file)
+        returncode, cpu_used, disk_full = _read_exit(run.exit_file)
     cpu_spent = cpu_used >= limits.cpu_seconds - _CPU_SLACK
     return SandboxResult(
-        status=_status(output, ending, returncode, cpu_spent, launcher == SETUP_FAILED),
+        status=_status(output, ending, returncode, cpu_spent, disk_full, launcher == SETUP_FAILED),
         returncode=returncode,
         stdout=output.text(output.stdout),
         stderr=output.text(output.stderr),
@@ -222,7 +259,15 @@ def protections() -> dict[str, bool | str]:
     host's homes, caches, runs and projects; ``proc``: a /proc of the run's processes only;
     ``network``/``pid_namespace``: fresh namespaces; ``unprivileged``: the program has no root
     identity or capabilities on the host; ``cgroup``: a pids cgroup per run; ``process_limit``: a
-    process cap that holds (the cgroup, or RLIMIT_NPROC for an unprivileged program).
+    process cap that holds (the cgroup, or RLIMIT_NPROC for an unprivileged program);
+    ``disk_limit``: its writable space is bounded in size and files (else only each file's
+    size); ``syscall_filter``: a seccomp filter refuses mounts, new namespaces (user ones too),
+    tracing other processes, the kernel's keyrings, BPF and the like (see
+    :data:`~maslab.sandbox_launcher.DENIED_SYSCALLS`).
+
+    Not protected anywhere: the program sees the machine's CPU, kernel and memory figures
+    (``/proc/cpuinfo``, ``uname``), the read-only system directories and base Python (with
+    whatever packages are installed there), and time; it can spend its limits in full.
     """
     isolation = _isolation()
     namespaces = isolation.backend != "none"
@@ -237,26 +282,42 @@ def protections() -> dict[str, bool | str]:
         "unprivileged": unprivileged,
         "cgroup": cgroup,
         "process_limit": cgroup or unprivileged,
+        "disk_limit": isolation.filesystem,
+        "syscall_filter": _syscall_filter(),
     }
 
 
-def missing_isolation() -> list[str]:
-    """The protections a strict run needs that are unavailable here (keys of :func:`protections`).
+def missing_isolation(strict: bool = True) -> list[str]:
+    """The protections a run needs that are unavailable here (keys of :func:`protections`).
 
     Strict means: a new root (``filesystem``), its own ``proc``, no ``network``, an
-    ``unprivileged`` program and a ``process_limit`` that holds.
+    ``unprivileged`` program, a ``process_limit`` that holds and a ``syscall_filter``; otherwise
+    the :data:`ESSENTIAL` ones.
     """
     active = protections()
-    return [name for name in _STRICT if not active[name]]
+    return [name for name in (_STRICT if strict else ESSENTIAL) if not active[name]]
 
 
 def require_isolation() -> None:
     """Raise :class:`ConfigError` (one line: what is missing and why) unless a strict run can go."""
-    missing = missing_isolation()
-    if missing:
-        reasons = "; ".join(_isolation().failures)
-        why = f" ({reasons})" if reasons else ""
-        raise ConfigError(f"strict sandbox unavailable: no {', '.join(missing)}{why}")
+    if missing := missing_isolation():
+        raise ConfigError(f"strict sandbox unavailable: no {', '.join(missing)}{_why()}")
+
+
+def isolation_refusal() -> str:
+    """Why model-written code may not run here without an opt-out (one line); '' if it may."""
+    missing = missing_isolation(strict=False)
+    if not missing:
+        return ""
+    return (
+        f"model-written code cannot run isolated here: no {', '.join(missing)}{_why()}; it "
+        f"would have your user's rights: pass {_OPT_OUT} to run it anyway"
+    )
+
+
+def _why() -> str:
+    reasons = "; ".join(_isolation().failures)
+    return f" ({reasons})" if reasons else ""
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -294,26 +355,26 @@ class _Run:
         return SANDBOX_DIR if self.isolation.filesystem else str(self.workdir)
 
     def prepare(self) -> None:
-        """Build the new root's skeleton and hand the working directory to the program's uid."""
-        if not self.isolation.filesystem:
-            return
-        _build_skeleton(self.tmp / "root")
-        if os.geteuid() == 0:
-            for directory, _, names in os.walk(self.workdir):
-                for path in (directory, *(os.path.join(directory, name) for name in names)):
-                    os.chown(path, self.run_id, self.run_id)
+        """Build the new root's skeleton, and the empty directory it is mounted on."""
+        if self.isolation.filesystem:
+            _build_skeleton(self.tmp / "skeleton")
+            (self.tmp / "root").mkdir()
 
-    def command(self, limits: Limits, cgroup: Path | None, program: list[str]) -> list[str]:
-        """The launcher's command line, to run with cwd :attr:`workdir`."""
+    def launch(
+        self, limits: Limits, cgroup: Path | None, program: list[str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """The launcher's command line and environment, to run with cwd :attr:`workdir`."""
         config: Config = {
             "exit_file": str(self.exit_file),
             "parent": os.getpid(),
             "deadline_seconds": limits.wall_seconds + _DEADLINE_GRACE,
             "cgroup_procs": str(cgroup / "cgroup.procs") if cgroup else "",
             "rlimits": _rlimits(limits),
+            "syscall_filter": _syscall_filter(),
             "namespaces": self._namespaces(limits),
         }
-        return [_PYTHON, "-I", "-S", str(_LAUNCHER), json.dumps(config), *program]
+        command = [_PYTHON, "-I", "-S", str(_LAUNCHER), *program]
+        return command, {**self.environment(), CONFIG_VARIABLE: json.dumps(config)}
 
     def _namespaces(self, limits: Limits) -> Namespaces | None:
         backend, filesystem = self.isolation.backend, self.isolation.filesystem
@@ -327,14 +388,17 @@ class _Run:
             id_map, user = None, own if filesystem else None
         new_root: Filesystem = {
             "root": str(self.tmp / "root"),
+            "skeleton": str(self.tmp / "skeleton"),
             "binds": list(_system_binds()),
             "workdir": str(self.workdir),
-            "tmp_mb": limits.max_file_mb,
+            "disk_mb": limits.disk_mb,
+            "files": limits.max_files,
         }
         return {"id_map": id_map, "user": user, "filesystem": new_root if filesystem else None}
 
     def environment(self) -> dict[str, str]:
-        """The launcher's and the program's whole environment: nothing is inherited."""
+        """The program's whole environment (the launcher's, less its config): nothing is
+        inherited."""
         return {
             "PATH": f"{os.path.dirname(_PYTHON)}:/usr/local/bin:/usr/bin:/bin",
             "LANG": "C.UTF-8",
@@ -410,13 +474,14 @@ def _rlimits(limits: Limits) -> dict[str, list[int]]:
     }
 
 
-def _read_exit(exit_file: Path) -> tuple[int | None, float]:
-    """The program's exit code and CPU seconds, as the launcher recorded them."""
+def _read_exit(exit_file: Path) -> tuple[int | None, float, bool]:
+    """The program's exit code, CPU seconds and whether its writable space filled up, as the
+    launcher recorded them."""
     try:
-        code, cpu = exit_file.read_text().split()
-        return int(code), float(cpu)
+        code, cpu, full = exit_file.read_text().split()
+        return int(code), float(cpu), full == "1"
     except (OSError, ValueError):
-        return None, 0.0
+        return None, 0.0, False
 
 
 # --- watching it -------------------------------------------------------------------------------
@@ -445,6 +510,7 @@ class _Output:
 
 async def _run(
     command: list[str],
+    env: dict[str, str],
     run: _Run,
     stdin: str | None,
     output: _Output,
@@ -458,7 +524,6 @@ async def _run(
     channel's service cancelled; then what the service raised is raised.
     """
     with _channel_ends(channel) as (parent_end, program_end):
-        env = run.environment()
         if program_end:
             env[CHANNEL_VARIABLE] = str(program_end.fileno())
         proc = await asyncio.create_subprocess_exec(
@@ -585,16 +650,23 @@ async def _feed(pipe: asyncio.StreamWriter | None, data: bytes | None) -> None:
 
 
 def _status(
-    output: _Output, ending: Ending, returncode: int | None, cpu_spent: bool, setup_failed: bool
+    output: _Output,
+    ending: Ending,
+    returncode: int | None,
+    cpu_spent: bool,
+    disk_full: bool,
+    setup_failed: bool,
 ) -> Status:
     """Output cap first, then an end by the channel (killed), then time (wall limit, or killed
-    once the CPU limit was spent)."""
+    once the CPU limit was spent), then the writable space."""
     if output.full.is_set():
         return "output_limit"
     if ending == "channel":
         return "killed"
     if ending == "limit" or (cpu_spent and returncode in (-signal.SIGXCPU, -signal.SIGKILL)):
         return "timeout"
+    if disk_full:
+        return "disk_limit"
     if returncode == 0:
         return "ok"
     if b"MemoryError" in output.stderr:
@@ -641,12 +713,12 @@ def _probe(isolation: _Isolation) -> str:
         run = _Run(Path(tmp).resolve(), isolation)
         _write_files(run.workdir, "", {})
         run.prepare()
-        command = run.command(Limits(), None, [_PYTHON, "-I", "-S", "-c", "pass"])
+        command, env = run.launch(Limits(), None, [_PYTHON, "-I", "-S", "-c", "pass"])
         try:
             probe = subprocess.run(
                 command,
                 cwd=run.workdir,
-                env=run.environment(),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=_PROBE_SECONDS,
@@ -659,6 +731,17 @@ def _probe(isolation: _Isolation) -> str:
             return ""
     lines = probe.stderr.decode(errors="replace").strip().splitlines()
     return lines[-1].removeprefix("maslab sandbox: ") if lines else f"exit {probe.returncode}"
+
+
+@cache
+def _syscall_filter() -> bool:
+    """Whether programs get the seccomp filter: the kernel has seccomp and the filter knows
+    this machine's system calls."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return False
+    return os.uname().machine in SYSCALLS and "\nSeccomp:" in status
 
 
 @cache

@@ -153,6 +153,7 @@ class Sweep(BaseModel):
     max_sample_seconds: float | None = Field(None, gt=0)
     cache: str | bool = True
     strict_sandbox: bool = False
+    unsafe_no_sandbox: bool = False
     native: bool = True
 
     @field_validator("methods", "benchmarks", mode="before")
@@ -275,6 +276,7 @@ class Sweep(BaseModel):
                 max_seconds=self.max_sample_seconds,
                 cache=cache,
                 strict_sandbox=self.strict_sandbox,
+                unsafe_no_sandbox=self.unsafe_no_sandbox,
                 native=self.native,
                 optimize_on=bench.optimize_on if learns else None,
                 optimize_limit=bench.optimize_limit if learns else None,

@@ -34,7 +34,7 @@ from pydantic import (
 from maslab.errors import BudgetExceeded, ConfigError, LLMError
 from maslab.parsing import parse_model
 from maslab.plugins import PluginGroup
-from maslab.sandbox import Limits, arun_python
+from maslab.sandbox import IsolationMissing, Limits, arun_python
 
 _TYPES: dict[str, Any] = {
     "number": int | float,
@@ -124,7 +124,7 @@ async def run_tool(tools: Sequence[Tool], call: ToolCall) -> str:
         return f"error: bad arguments for {tool.name}: {listed}"
     try:
         return await tool.run(**arguments.model_dump())
-    except (BudgetExceeded, LLMError):
+    except (BudgetExceeded, LLMError, IsolationMissing):
         raise
     except Exception as exc:
         return f"error: {tool.name} failed: {type(exc).__name__}: {exc}"

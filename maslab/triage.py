@@ -27,6 +27,13 @@ value above 0 that it did (a count, or a magnitude). The views of the trace are 
 - ``tool_failures``: tool results that are errors: messages of kind ``observation`` (how methods
   post what a tool returned) reading ``error: ...`` (:func:`maslab.tools.run_tool`'s failures)
   or a sandbox status other than ``status: ok`` (a program that failed or timed out).
+- ``program_calls_refused``: requests of the sample's sandboxed programs that
+  :mod:`maslab.bridge` refused (broke its rules, or abused the channel): the trace's
+  ``program_calls_refused``.
+- ``program_calls_failed``: calls of those programs that the model failed (the program got an
+  error reply and went on; those in the ledger count in ``failed_calls`` too): the trace's
+  ``program_calls_failed``. Like ``retries``, both count none in traces from before they were
+  recorded.
 
 ``final_disagreement``, ``answer_flips`` and ``minority_consensus`` read the answers extracted
 from the messages; traces recorded before those were stored cannot give them, and
@@ -68,6 +75,8 @@ SIGNALS: dict[str, str] = {
     "failed_calls": "model calls that failed for good",
     "errors": "the sample errored",
     "tool_failures": "tool results that are errors",
+    "program_calls_refused": "requests of the sample's programs that the bridge refused",
+    "program_calls_failed": "calls of the sample's programs that the model failed",
     "token_outlier": "far more tokens than the run's typical sample (robust z of log tokens)",
 }
 ANSWER_SIGNALS = ("final_disagreement", "answer_flips", "minority_consensus")
@@ -94,6 +103,8 @@ def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
         found["failed_calls"] = float(sum(c.get("error") is not None for c in calls))
         found["tool_failures"] = float(sum(map(_tool_failed, trace.get("messages") or ())))
         found["repetition"] = float(_repetitions(trajectory.turns(trace)))
+        for name in ("program_calls_refused", "program_calls_failed"):
+            found[name] = float(trace.get(name, 0))
     if trace is not None and trajectory.has_answers(trace):
         finals = list(trajectory.final_answers(trace).values())
         final = trajectory.final_answer(trace, record.answer)

@@ -75,14 +75,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from maslab.bridge import MAX_CALLS, FunctionCall, call_function
-from maslab.config_files import validation_message
 from maslab.context import Context
-from maslab.errors import ConfigError
 from maslab.evaluation import Scorer
-from maslab.method import Method, MethodConfig, register_method
+from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
 from maslab.parsing import Text, parse_model
 from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
@@ -164,10 +162,10 @@ class ArchivedAgent(BaseModel):
     name: str
     thought: str
     code: str
-    generation: int = Field(ge=0)
-    fitness: float | None = Field(None, ge=0, le=1)
+    generation: int = Field(ge=0, strict=True)
+    fitness: FiniteNumber | None = Field(None, ge=0, le=1)
     error: str | None = None
-    debugs: int = Field(0, ge=0)
+    debugs: int = Field(0, ge=0, strict=True)
 
 
 ARCHIVE = TypeAdapter(list[ArchivedAgent])
@@ -320,6 +318,7 @@ class ADAS(Method):
         "solve: the best archived agent's calls (default seed `cot`: 1); optimize: "
         "V·Σ seed calls + G·(1 + reflections + d ≤ debug_max) meta calls + ≤ G·(1 + d)·V runs"
     )
+    runs_model_code = True
 
     class Config(MethodConfig):
         generations: int = Field(3, ge=0)  # MASLab's n_generation (the paper: about 25-30)
@@ -338,6 +337,9 @@ class ADAS(Method):
             if len(set(seeds)) != len(seeds):
                 raise ValueError("each seed agent at most once")
             return seeds
+
+    class LearnedState(MethodState):
+        archive: list[ArchivedAgent] = Field(min_length=1)
 
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
@@ -434,10 +436,4 @@ class ADAS(Method):
         return {"archive": ARCHIVE.dump_python(self.archive, mode="json")}
 
     def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        try:
-            archive = ARCHIVE.validate_python(state.get("archive"))
-        except ValidationError as error:
-            raise ConfigError(validation_message(error, "adas learned state")) from None
-        if not archive:
-            raise ConfigError("adas learned state: the archive is empty")
-        self.archive = archive
+        self.archive = ARCHIVE.validate_python(state["archive"])

@@ -79,13 +79,13 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from maslab.bridge import call_function
 from maslab.context import Context
-from maslab.errors import BudgetExceeded, ConfigError
+from maslab.errors import BudgetExceeded
 from maslab.evaluation import Scorer
-from maslab.method import Method, MethodConfig, register_method
+from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
 from maslab.parsing import Text, parse_model
 from maslab.structured import STRING, json_params, object_schema
 from maslab.task import Solution, Task
@@ -201,13 +201,19 @@ async def workflow(task: str) -> str:
 class Workflow(BaseModel):
     """A node of the search tree."""
 
-    id: int
-    parent: int | None
-    round: int
+    model_config = ConfigDict(extra="forbid")
+
+    id: StrictInt
+    parent: StrictInt | None
+    round: StrictInt
     modification: str
     code: str
-    score: float | None = None
+    score: FiniteNumber | None = None
     """Mean evaluator score over its validation runs; None: not evaluated."""
+
+
+Stopped = Literal["rounds", "converged", "budget"]
+"""Why a search ended: its rounds ran out, its top scores stopped rising, its budget ran out."""
 
 
 def seed_workflow() -> Workflow:
@@ -314,6 +320,7 @@ class AFlow(Method):
         "the best workflow's calls (seed: 1); optimize: ≤ R optimizer calls + (1 + C)·r·|V| "
         "workflow runs"
     )
+    runs_model_code = True
 
     class Config(MethodConfig):
         rounds: int = Field(20, ge=0)
@@ -329,12 +336,26 @@ class AFlow(Method):
         parallel_runs: int = Field(4, ge=1)
         """Sandbox runs at once while evaluating."""
 
+    class LearnedState(MethodState):
+        workflows: list[Workflow] = Field(min_length=1)
+        best: StrictInt
+        """The id of the workflow ``solve`` runs."""
+        stopped: Stopped
+
+        @model_validator(mode="after")
+        def _a_tree_from_the_seed(self) -> AFlow.LearnedState:
+            if self.workflows[0].parent is not None:
+                raise ValueError("the first workflow is not the seed (it has a parent)")
+            if self.best not in {w.id for w in self.workflows}:
+                raise ValueError(f"best is {self.best}, the id of no workflow")
+            return self
+
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
     ) -> None:
         super().__init__(config, **overrides)
         self.tree: list[Workflow] = [seed_workflow()]
-        self.stopped: Literal["rounds", "converged", "budget"] | None = None
+        self.stopped: Stopped | None = None
         """Why the last ``optimize`` ended (None: it has not run)."""
 
     def agent_names(self) -> tuple[str, ...]:
@@ -460,11 +481,5 @@ class AFlow(Method):
         }
 
     def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        try:
-            tree = [Workflow.model_validate(w) for w in state["workflows"]]
-        except (KeyError, TypeError, ValidationError):
-            tree = []
-        if not tree or tree[0].parent is not None or state.get("stopped") is None:
-            raise ConfigError("aflow learned state: expected a workflow tree from its seed")
-        self.tree = tree
+        self.tree = [Workflow.model_validate(w) for w in state["workflows"]]
         self.stopped = state["stopped"]

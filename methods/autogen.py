@@ -53,7 +53,7 @@ from pydantic import Field
 
 from maslab.context import Context
 from maslab.method import Method, MethodConfig, register_method
-from maslab.sandbox import Limits, arun_python
+from maslab.sandbox import IsolationMissing, Limits, arun_python
 from maslab.task import Solution, Task
 from maslab.topology import Topology
 
@@ -134,6 +134,8 @@ async def execute(blocks: list[Block], limits: Limits, max_chars: int) -> tuple[
             continue
         try:
             result = await arun_python(block.code, limits=limits)
+        except IsolationMissing:  # not the program's failure: the run's, to stop
+            raise
         except Exception as exc:  # the sandbox itself failed, not the program
             parts.append(f"{head}: the sandbox could not run it ({type(exc).__name__}).")
             records.append({"status": "sandbox_error", "error": f"{type(exc).__name__}: {exc}"})

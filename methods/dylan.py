@@ -82,7 +82,7 @@ from maslab.agents import Agent
 from maslab.aggregation import answer_key, majority_decision
 from maslab.context import Context
 from maslab.errors import ConfigError
-from maslab.method import Method, MethodConfig, register_method
+from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
 from maslab.parsing import Text, parse_model
 from maslab.roles import numbered
 from maslab.structured import STRING, json_params, object_schema
@@ -298,6 +298,10 @@ class DyLAN(Method):
                 raise ValueError(f"team_size {self.team_size} exceeds the pool's {len(self.pool)}")
             return self
 
+    class LearnedState(MethodState):
+        team: list[str] = Field(min_length=1)
+        pool_importance: dict[str, FiniteNumber]
+
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
     ) -> None:
@@ -432,13 +436,8 @@ class DyLAN(Method):
         return {"team": list(self.optimized_team), "pool_importance": self.pool_importance}
 
     def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        team, importance = state.get("team"), state.get("pool_importance")
-        if (
-            not isinstance(team, list)
-            or not team
-            or any(role not in self.config.pool for role in team)
-            or not isinstance(importance, dict)
-        ):
-            raise ConfigError("dylan learned state: expected a team of pool roles and scores")
+        team = state["team"]
+        if any(role not in self.config.pool for role in team):
+            raise ConfigError("dylan learned state: expected a team of pool roles")
         self.optimized_team = tuple(team)
-        self.pool_importance = {str(k): float(v) for k, v in importance.items()}
+        self.pool_importance = dict(state["pool_importance"])

@@ -64,8 +64,8 @@ from maslab.aggregation import decide, majority_decision
 from maslab.context import Context
 from maslab.errors import ConfigError
 from maslab.evaluation import Scorer
-from maslab.method import Method, MethodConfig, register_method
-from maslab.policy import Edge, EdgePolicy, mean_baseline, policy_rng
+from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
+from maslab.policy import Edge, EdgePolicy, EdgePolicyState, mean_baseline, policy_rng
 from maslab.roles import numbered
 from maslab.task import Solution, Task
 from maslab.topology import Topology
@@ -126,6 +126,12 @@ class GPTSwarm(Method):
         learning_rate: float = Field(0.1, gt=0)
         evaluator: str | None = None
         """The evaluator of the rewards; None: by answer type (numeric, math, choice, ...)."""
+
+    class LearnedState(MethodState):
+        format: Literal["gptswarm/1"]
+        policy: EdgePolicyState
+        accuracy: list[FiniteNumber]
+        """The mean reward of each batch."""
 
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
@@ -260,15 +266,9 @@ class GPTSwarm(Method):
         return {"format": STATE_FORMAT, "policy": self.policy.to_json(), "accuracy": self.accuracy}
 
     def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        if state.get("format") != STATE_FORMAT:
-            raise ConfigError(f"gptswarm learned state: not a {STATE_FORMAT} state")
-        policy = EdgePolicy.from_json(state.get("policy"), "gptswarm learned state")
+        policy = EdgePolicy.from_json(state["policy"], "gptswarm learned state")
         if policy.edges != self.policy.edges or policy.nodes != self.policy.nodes:
             raise ConfigError(
                 f"gptswarm learned state: its edges are not those of {self.config.agents} agents"
             )
-        try:
-            accuracy = [float(a) for a in state.get("accuracy", [])]
-        except (TypeError, ValueError):
-            raise ConfigError("gptswarm learned state: accuracy is not a list of numbers") from None
-        self.policy, self.accuracy, self.optimized = policy, accuracy, True
+        self.policy, self.accuracy, self.optimized = policy, list(state["accuracy"]), True

@@ -70,15 +70,15 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from maslab.aggregation import llm_aggregate, majority_decision
 from maslab.context import Context
 from maslab.errors import ConfigError
 from maslab.evaluation import Scorer
 from maslab.messages import Message
-from maslab.method import Method, MethodConfig, register_method
-from maslab.policy import EdgePolicy, EdgeStep, edge_credit, policy_rng
+from maslab.method import Method, MethodConfig, MethodState, register_method
+from maslab.policy import EdgePolicy, EdgePolicyState, EdgeStep, edge_credit, policy_rng
 from maslab.roles import numbered
 from maslab.task import Solution, Task
 from maslab.topology import Topology
@@ -156,6 +156,15 @@ def agent_prompt(task: Task, own: Message | None, seen: Sequence[Message]) -> st
     return "\n\n".join(parts)
 
 
+class GroupCounts(BaseModel):
+    """How many of ``optimize``'s groups updated the policy and how many were flat."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    informative: int = Field(ge=0, strict=True)
+    filtered: int = Field(ge=0, strict=True)
+
+
 @register_method("graph_grpo")
 class GraphGRPO(Method):
     """Role agents on a query-conditioned learned DAG, then a decision node; edge-level GRPO."""
@@ -178,6 +187,11 @@ class GraphGRPO(Method):
         learning_rate: float = Field(1.0, gt=0)
         evaluator: str | None = None
         """The reward's evaluator; None: by answer type (numeric, math, choice, code, exact)."""
+
+    class LearnedState(MethodState):
+        format: Literal["graph-grpo/1"]
+        policy: EdgePolicyState
+        groups: GroupCounts
 
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
@@ -295,10 +309,7 @@ class GraphGRPO(Method):
 
     def load_learned_state(self, state: Mapping[str, Any]) -> None:
         where = "graph_grpo learned state"
-        groups = state.get("groups")
-        if state.get("format") != STATE_FORMAT or not isinstance(groups, dict):
-            raise ConfigError(f"{where}: not a {STATE_FORMAT} edge policy")
-        policy = EdgePolicy.from_json(state.get("policy"), where)
+        policy = EdgePolicy.from_json(state["policy"], where)
         expected = self.new_policy()
         if policy.edges != expected.edges or policy.weights.shape != expected.weights.shape:
             raise ConfigError(
@@ -306,4 +317,4 @@ class GraphGRPO(Method):
                 f"this config's {len(expected.nodes)} agents"
             )
         self.policy = policy
-        self.groups = {str(k): int(v) for k, v in groups.items()}
+        self.groups = dict(state["groups"])

@@ -85,11 +85,11 @@ from maslab.aggregation import llm_aggregate, majority_decision
 from maslab.context import Context
 from maslab.errors import ConfigError
 from maslab.evaluation import Scorer
-from maslab.method import Method, MethodConfig, register_method
+from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
 from maslab.methods.cot import cot_prompt
 from maslab.methods.llm_debate import debate_prompt
 from maslab.methods.self_refine import refine_prompt
-from maslab.policy import ChoicePolicy, ChoiceStep, group_relative, policy_rng
+from maslab.policy import ChoicePolicy, ChoicePolicyState, ChoiceStep, group_relative, policy_rng
 from maslab.roles import numbered
 from maslab.task import Solution, Task
 from maslab.topology import Topology
@@ -196,6 +196,11 @@ class MaAS(Method):
             if not set(operators) - {EARLY_EXIT}:
                 raise ValueError("at least one operator besides early_exit is needed")
             return operators
+
+    class LearnedState(MethodState):
+        controller: ChoicePolicyState
+        mean_reward: list[FiniteNumber]
+        """Each ``optimize`` epoch's mean reward."""
 
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
@@ -440,7 +445,7 @@ class MaAS(Method):
 
     def load_learned_state(self, state: Mapping[str, Any]) -> None:
         where = "maas learned state"
-        policy = ChoicePolicy.from_json(state.get("controller"), where)
+        policy = ChoicePolicy.from_json(state["controller"], where)
         fresh = self.new_policy()
         if (policy.slots, policy.options, policy.weights.shape) != (
             fresh.slots,
@@ -449,4 +454,4 @@ class MaAS(Method):
         ):
             raise ConfigError(f"{where}: its layers or operators differ from this config's")
         self.policy, self.trained = policy, True
-        self.rewards = [[float(x)] for x in state.get("mean_reward", [])]  # the means only
+        self.rewards = [[x] for x in state["mean_reward"]]  # the means only

@@ -191,6 +191,7 @@ class MasGpt(Method):
         "≤ `max_program_calls`), + 1 direct answer if none answered; default 1 + a_1 when the "
         "first answers, up to 3 + a_1 + a_2"
     )
+    runs_model_code = True
 
     class Config(MethodConfig):
         retries: int = Field(1, ge=0)

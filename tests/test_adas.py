@@ -198,8 +198,8 @@ def test_the_fittest_agent_that_checks_is_chosen_ties_go_to_the_earlier():
 
 def test_bad_learned_state_is_a_one_line_error():
     for state in ({}, {"archive": []}, {"archive": [{"name": "x"}]}, {"archive": "code"}):
-        with pytest.raises(ConfigError, match="adas learned state"):
-            ADAS().load_learned_state(state)
+        with pytest.raises(ConfigError, match="invalid adas learned state"):
+            ADAS().restore_learned_state(state, "state.json")
 
 
 async def test_solve_runs_the_best_agent_on_the_agent_model_role(tmp_path):

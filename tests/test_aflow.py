@@ -189,8 +189,8 @@ async def test_the_learned_state_round_trips(executions):
         "score": 1.0,
     }  # fmt: skip
     for bad in ({}, {"workflows": [], "stopped": "rounds"}, {"workflows": [{"id": 0}]}):
-        with pytest.raises(ConfigError, match="aflow learned state"):
-            again.load_learned_state(bad)
+        with pytest.raises(ConfigError, match="invalid aflow learned state"):
+            again.restore_learned_state(bad, "state.json")
 
 
 # -- in the sandbox (few runs) -----------------------------------------------------------------

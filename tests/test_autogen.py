@@ -22,6 +22,7 @@ from maslab.methods.autogen import (
     code_blocks,
     nudge,
 )
+from maslab.sandbox import BACKEND_VARIABLE
 from maslab.task import Task
 from maslab.testing.scripted import ScriptedModel, last_user_message
 
@@ -270,3 +271,29 @@ def test_the_command_line_runs_autogen_end_to_end(tmp_path):
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     # echo repeats the question (no code), then the nudge, which holds TERMINATE
     assert len(results) == 2 and all(r["usage"]["calls"] == 2 for r in results)
+
+
+def test_code_that_cannot_be_isolated_stops_the_run_unless_the_user_opted_in(
+    tmp_path, monkeypatch, capsys
+):
+    """AutoGen runs code only when a reply has some, so the run starts; the first block stops
+    it in one line (exit 1: what finished is kept). With the opt-in the block runs."""
+    monkeypatch.setenv(BACKEND_VARIABLE, "none")
+    script = tmp_path / "coder.json"
+    script.write_text(json.dumps({".": "```python\nprint(6 * 7)\n```"}))
+
+    def run(out: str, *flags: str) -> int:
+        return main(
+            ["run", "--method", "autogen", "--benchmark", "arith", "--model", f"scripted:{script}",
+             "--limit", "1", "--out", str(tmp_path / out), "--no-cache", "--quiet", *flags]
+        )  # fmt: skip
+
+    assert run("refused") == 1
+    err = capsys.readouterr().err.strip()
+    assert "model-written code cannot run isolated here: no filesystem, network" in err
+    assert "--unsafe-no-sandbox" in err and "\n" not in err
+    assert (tmp_path / "refused" / "results.jsonl").read_text() == ""
+
+    assert run("allowed", "--unsafe-no-sandbox") == 0
+    trace = json.loads((tmp_path / "allowed" / "traces.jsonl").read_text().splitlines()[0])
+    assert "status ok" in json.dumps(trace) and "42" in json.dumps(trace)

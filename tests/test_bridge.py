@@ -1,6 +1,7 @@
 """Model calls from sandboxed code (maslab.bridge): counted in the sample's ledger and cached, a
 budget overrun inside the program stops it, the program cannot read the parent's environment or
-open a socket, and a program that abuses the channel or dies mid-call leaves the run healthy."""
+open a socket, a program that abuses the channel or dies mid-call leaves the run healthy, and
+its refused requests and failed calls are counted in the sample's trace and triage signals."""
 
 from __future__ import annotations
 
@@ -15,12 +16,17 @@ from pathlib import Path
 
 import pytest
 
+import maslab
 from maslab import bridge_client
-from maslab.bridge import ProgramRun, run_with_llm
+from maslab.bridge import MAX_REFUSED, ProgramRun, run_with_llm
 from maslab.context import Budget, Context
 from maslab.errors import BudgetExceeded, ConfigError, LLMError
+from maslab.llm import registry
 from maslab.llm.cache import Cached, ResponseCache
+from maslab.llm.registry import register_provider
 from maslab.llm.types import ChatRequest, Completion
+from maslab.results import ResultRecord
+from maslab.samples import trace
 from maslab.sandbox import (
     BACKEND_VARIABLE,
     CHANNEL_VARIABLE,
@@ -29,6 +35,7 @@ from maslab.sandbox import (
     protections,
 )
 from maslab.testing import ScriptedModel, last_user_message
+from maslab.triage import signals
 
 SHORT = Limits(wall_seconds=20, cpu_seconds=10)
 # A guard against a hang, not a measure of speed: far above what a run takes on a busy machine.
@@ -236,6 +243,9 @@ async def test_a_program_abusing_the_channel_is_ended(body, violation):
     # killed: the bridge ended it (its wall limit would have been a timeout)
     assert run.result.status == "killed"
     assert ctx.ledger.records == []
+    # the request that ended it is refused too, and the sample counts it
+    refused = MAX_REFUSED + 1 if "refused" in violation else 1
+    assert run.refused == ctx.program_calls_refused == refused and ctx.program_calls_failed == 0
     await still_serves(ctx)
     await no_tasks_left()
 
@@ -331,7 +341,9 @@ async def test_bad_requests_and_model_failures_are_error_replies():
     assert "logit_bias" in lines[0] and "extra" in lines[1] and "temperature" in lines[2]
     assert "the server is down" in lines[12] and "bytes: the limit" in lines[13]
     assert lines[14] == "echo: fine" and "limit of 2 model calls" in lines[15]
-    assert (run.calls, run.refused) == (2, 14)  # the oversized request never left the program
+    # the oversized request never left the program; "fail" was passed to the model
+    assert (run.calls, run.refused, run.failed) == (2, 13, 1)
+    assert (ctx.program_calls_refused, ctx.program_calls_failed) == (13, 1)
     assert [r.response for r in ctx.ledger.records] == [None, "echo: fine"]
 
 
@@ -434,3 +446,74 @@ async def test_parameter_values_are_bounded_and_a_nan_refused_in_the_program():
     assert "seed: Input should be a valid integer" in lines[6] and lines[7] == "echo: fine"
     assert (run.calls, run.refused) == (1, 5)  # the NaNs never left the program
     assert [r.response for r in ctx.ledger.records] == ["echo: fine"]
+
+
+def failing(request: ChatRequest) -> str:
+    """Fails a prompt starting "fail"; echoes any other."""
+    if last_user_message(request).startswith("fail"):
+        raise LLMError("the model is down", model="failing")
+    return answer(request)
+
+
+REFUSED, FAILED = 3, 2
+FLAWED = (
+    "import asyncio\n"
+    "from maslab_bridge import acall_llm\n"
+    "async def forward(task):\n"
+    "    refused = [\n"
+    "        acall_llm('x', logit_bias={'1': 5}),\n"
+    "        acall_llm([{'role': 'tool', 'content': 'x'}]),\n"
+    "        acall_llm('x', agent='../up'),\n"
+    "    ]\n"
+    f"    failed = [acall_llm(f'fail {{i}}') for i in range({FAILED})]\n"
+    "    replies = await asyncio.gather(*refused, *failed, acall_llm('fine'),\n"
+    "                                   return_exceptions=True)\n"
+    "    return [type(r).__name__ if isinstance(r, Exception) else r for r in replies]\n"
+)
+"""A program whose ``forward`` sends :data:`REFUSED` requests the bridge refuses, :data:`FAILED`
+calls the model fails and one it answers, all at once; it returns what each got."""
+REPLIES = str(["BridgeError"] * (REFUSED + FAILED) + ["echo: fine"])
+
+
+async def test_refused_and_failed_calls_of_every_program_are_in_the_samples_trace_and_signals():
+    """Two programs of one sample, served at once, each sending bad requests and calls that
+    fail together: the sample's trace and triage signals count every one, exactly."""
+    ctx = Context(ScriptedModel(failing), sample_id="t1")
+    program = FLAWED + "print(asyncio.run(forward('')))\n"
+    runs = await asyncio.wait_for(
+        asyncio.gather(*(run_with_llm(program, ctx, limits=SHORT) for _ in range(2))), GUARD_S
+    )
+    for run in runs:
+        assert run.result.stdout == f"{REPLIES}\n", run.result.stderr
+        assert (run.calls, run.refused, run.failed) == (FAILED + 1, REFUSED, FAILED)
+    line = trace("t1", 0, None, ctx)
+    values = signals(ResultRecord(task_id="t1", status="ok"), line)
+    for counts in (line, values):
+        both = (counts["program_calls_refused"], counts["program_calls_failed"])
+        assert both == (2 * REFUSED, 2 * FAILED)
+    assert values["failed_calls"] == 2 * FAILED  # they reached the model: in the ledger too
+    await no_tasks_left()
+
+
+def test_a_runs_records_carry_the_refused_and_failed_calls_of_its_programs(monkeypatch, tmp_path):
+    """A method running a program through the bridge (mas_gpt): each sample's record and trace,
+    as the runner writes them, count its program's refused requests and failed calls."""
+
+    def respond(request: ChatRequest) -> str:
+        if request.scope.endswith("\x1fgenerator"):
+            return f"```python\n{FLAWED}```"
+        return failing(request)
+
+    monkeypatch.setattr(registry, "_PROVIDERS", dict(registry._PROVIDERS))
+    register_provider("flawed")(lambda name, settings: ScriptedModel(respond, name="flawed"))
+    run = maslab.evaluate("mas_gpt", "arith", "flawed:x", limit=2, cache=False,
+                          out=tmp_path / "run", progress=False)  # fmt: skip
+    results = [json.loads(x) for x in (run.dir / "results.jsonl").read_text().splitlines()]
+    traces = [json.loads(x) for x in (run.dir / "traces.jsonl").read_text().splitlines()]
+    assert len(results) == len(traces) == 2
+    for record, line in zip(results, traces, strict=True):
+        assert (record["status"], record["answer"]) == ("ok", REPLIES)
+        found = record["signals"]
+        assert (found["program_calls_refused"], found["program_calls_failed"]) == (REFUSED, FAILED)
+        assert (line["program_calls_refused"], line["program_calls_failed"]) == (REFUSED, FAILED)
+        assert found["failed_calls"] == FAILED

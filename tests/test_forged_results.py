@@ -58,9 +58,25 @@ def test_answer_code_cannot_forge_a_result_record(tmp_path):
     assert not any(r["score"]["correct"] for r in rows)  # the answer is wrong on every task
 
 
-def test_without_isolation_the_same_attack_succeeds(tmp_path, monkeypatch):
+def test_without_isolation_the_same_attack_succeeds_only_when_opted_in(
+    tmp_path, monkeypatch, capsys
+):
     """The attack above is real: with the namespaces off, it gets its line in (by the run's own
-    path alone: unconfined, the /proc routes would write into every run on the machine)."""
+    path alone: unconfined, the /proc routes would write into every run on the machine). So
+    such a machine refuses to run answer code, in one line, writing nothing, unless the user
+    opts in; the opt-in is recorded and shown."""
     monkeypatch.setenv(BACKEND_VARIABLE, "none")
-    rows = forge(tmp_path, roam=False)
+    with pytest.raises(AssertionError):  # exit 2 is not 0
+        forge(tmp_path, roam=False)
+    err = capsys.readouterr().err.strip()
+    assert "model-written code cannot run isolated here: no filesystem, network" in err
+    assert "--unsafe-no-sandbox" in err and "\n" not in err
+    assert not (tmp_path / "run").exists()
+
+    rows = forge(tmp_path, "--unsafe-no-sandbox", roam=False)
     assert any("usage" not in r for r in rows)
+    recorded = orjson.loads((tmp_path / "run" / "manifest.json").read_bytes())["sandbox"]
+    assert recorded["unsafe_no_sandbox"] and recorded["missing"] == ["filesystem", "network"]
+    assert "--unsafe-no-sandbox: model-written code could run" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "run"), "-o", str(tmp_path / "r.html")]) == 0
+    assert "--unsafe-no-sandbox: model-written code could run" in (tmp_path / "r.html").read_text()

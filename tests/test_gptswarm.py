@@ -60,7 +60,8 @@ def with_edges(edges: Sequence[Edge], **config: object) -> GPTSwarm:
     """A swarm whose learned logits keep exactly ``edges`` (p = 0.9, the others 0.1)."""
     method = GPTSwarm(**config)
     logits = [2.2 if edge in edges else -2.2 for edge in method.policy.edges]
-    state = {"format": "gptswarm/1", "policy": {**method.policy.to_json(), "logits": logits}}
+    policy = {**method.policy.to_json(), "logits": logits}
+    state = {"format": "gptswarm/1", "policy": policy, "accuracy": []}
     method.load_learned_state(state)
     return method
 
@@ -289,15 +290,15 @@ def test_learned_state_round_trips_and_is_checked():
     assert copy.learned_state() == state
     assert copy.policy.threshold() == [("agent_1", DECISION)]
     bad_states = [
-        ({**state, "format": "gptswarm/0"}, "not a gptswarm/1"),
-        ({"format": "gptswarm/1", "policy": "logits"}, "malformed edge policy"),
-        ({**state, "accuracy": ["high"]}, "accuracy"),
+        ({**state, "format": "gptswarm/0"}, "format: Input should be 'gptswarm/1'"),
+        ({**state, "policy": "logits"}, "policy: Input should be a valid dictionary"),
+        ({**state, "accuracy": ["high"]}, r"accuracy\[0\]: Input should be a valid number"),
     ]
     for bad, message in bad_states:
         with pytest.raises(ConfigError, match=message):
-            GPTSwarm(agents=3).load_learned_state(bad)
+            GPTSwarm(agents=3).restore_learned_state(bad, "state.json")
     with pytest.raises(ConfigError, match="not those of 4 agents"):
-        GPTSwarm(agents=4).load_learned_state(state)
+        GPTSwarm(agents=4).restore_learned_state(state, "state.json")
 
 
 async def test_a_budget_stop_returns_the_best_answer_so_far():

@@ -266,12 +266,15 @@ async def test_the_learned_state_round_trips(adversary):
     assert again.policy.probabilities(x).tolist() == method.policy.probabilities(x).tolist()
     assert np.array_equal(again.policy.weights, method.policy.weights)
     assert again.learned_state() == state
-    with pytest.raises(ConfigError, match="not a graph-grpo/1 edge policy"):
-        again.load_learned_state({"format": "graph-grpo/0", "policy": state["policy"]})
+    with pytest.raises(ConfigError, match="format: Input should be 'graph-grpo/1'"):
+        again.restore_learned_state({**state, "format": "graph-grpo/0"}, "state.json")
+    with pytest.raises(ConfigError, match=r"policy\.nodes: Field required"):
+        again.restore_learned_state({**state, "policy": {"edges": []}}, "state.json")
     with pytest.raises(ConfigError, match="malformed edge policy"):
-        again.load_learned_state({**state, "policy": {"edges": []}})
+        short = {**state["policy"], "logits": []}  # fits the schema, not its edges
+        again.restore_learned_state({**state, "policy": short}, "state.json")
     with pytest.raises(ConfigError, match="other agents or features"):
-        GraphGRPO(agent_roles=("Critic", "Inspector")).load_learned_state(state)
+        GraphGRPO(agent_roles=("Critic", "Inspector")).restore_learned_state(state, "state.json")
 
 
 # -- robustness, model roles, command line ---------------------------------------------------

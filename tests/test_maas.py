@@ -358,8 +358,8 @@ async def test_the_learned_state_round_trips():
         MaAS(layers=3).load_learned_state(state)
     with pytest.raises(ConfigError, match="differ"):
         MaAS(layers=2, operators=["cot", "io"]).load_learned_state(state)
-    with pytest.raises(ConfigError, match="malformed"):
-        MaAS(layers=2).load_learned_state({"controller": {"slots": []}})
+    with pytest.raises(ConfigError, match=r"invalid maas learned state: controller\.options"):
+        MaAS(layers=2).restore_learned_state({"controller": {"slots": []}}, "state.json")
 
 
 # -- model roles and the command line --------------------------------------------------------

@@ -204,13 +204,13 @@ def test_dylan_and_goagent_states_round_trip():
     dylan.load_learned_state({"team": ["Lawyer", "Economist"], "pool_importance": importance})
     assert dylan.team == ("Lawyer", "Economist")
     assert dylan.learned_state() == {"team": ["Lawyer", "Economist"], "pool_importance": importance}
-    with pytest.raises(ConfigError, match="team of pool roles"):
-        dylan.load_learned_state({"team": ["Programmer"], "pool_importance": {}})
+    with pytest.raises(ConfigError, match=r"^state\.json: dylan learned state: .* pool roles"):
+        dylan.restore_learned_state({"team": ["Programmer"], "pool_importance": {}}, "state.json")
 
     goagent = get_method("goagent")(selector="learned")
     assert goagent.learned_state() is None
-    with pytest.raises(MaslabError, match="not a goagent-selector/2"):
-        goagent.load_learned_state({"format": "goagent-selector/1", "domains": {}})
+    with pytest.raises(MaslabError, match="format: Input should be 'goagent-selector/2'"):
+        goagent.restore_learned_state({"format": "goagent-selector/1", "domains": {}}, "state")
 
 
 def test_a_sweep_gives_the_step_to_the_methods_that_learn(tmp_path):

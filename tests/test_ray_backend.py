@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -228,6 +229,64 @@ def test_the_command_starts_its_own_local_ray_and_stops_it(tmp_path, server):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert len(records(tmp_path / "run")) == 4
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command: state, ppid, ... (start time at
+    19); None once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def descendants(root: int) -> set[tuple[int, str]]:
+    """Each process under ``root``, as its pid and start time (which a reused pid changes)."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and (fields := stat_fields(int(proc.name))):
+            children.setdefault(int(fields[1]), []).append((int(proc.name), fields[19]))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child[0])
+    return found
+
+
+def running(process: tuple[int, str]) -> bool:
+    fields = stat_fields(process[0])
+    return fields is not None and fields[0] != "Z" and fields[19] == process[1]
+
+
+def test_the_local_ray_of_a_command_killed_with_sigkill_ends_with_it(tmp_path):
+    """Without maslab's watchdog, the raylet's agents outlive a ``kill -9`` by a minute."""
+    stderr = tmp_path / "stderr"
+    with FakeOpenAIServer(latency=60) as slow, stderr.open("w") as log:  # in flight till the kill
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "maslab.cli", "run", "--method", "vanilla", "--benchmark",
+             "arith", "--model", f"openai:fake@{slow.base_url}", "--limit", "2", "--no-cache",
+             "--quiet", "--out", str(tmp_path / "run"), "--backend", "ray", "--workers", "2"],
+            stdout=subprocess.DEVNULL, stderr=log,
+            env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+        )  # fmt: skip
+        ray_processes: set[tuple[int, str]] = set()
+        try:
+            deadline = time.monotonic() + 120
+            while slow.requests == 0:  # a worker asks: Ray is up, agents and all
+                assert driver.poll() is None and time.monotonic() < deadline, stderr.read_text()
+                time.sleep(0.1)
+            ray_processes = descendants(driver.pid)
+            driver.kill()
+            driver.wait()
+            deadline = time.monotonic() + 30
+            while (left := set(filter(running, ray_processes))) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not left, f"{len(left)} of Ray's {len(ray_processes)} processes outlived it"
+        finally:
+            driver.kill()
+            for pid, _ in filter(running, ray_processes):
+                os.kill(pid, signal.SIGKILL)
 
 
 @register_method("counts_what_it_learned")

@@ -269,7 +269,8 @@ def test_the_manifest_records_the_sandbox_and_strict_mode_refuses_without_isolat
 
     assert run(out) == 0  # without --strict-sandbox the same machine runs, and says how
     recorded = orjson.loads((out / MANIFEST).read_bytes())["sandbox"]
-    assert recorded == {**protections(), "strict": False} and recorded["backend"] == "none"
+    expected = {"strict": False, "unsafe_no_sandbox": False, "missing": ["filesystem", "network"]}
+    assert recorded == {**protections(), **expected} and recorded["backend"] == "none"
 
     monkeypatch.delenv(BACKEND_VARIABLE)
     if missing_isolation():

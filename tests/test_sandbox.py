@@ -21,12 +21,14 @@ from maslab import sandbox
 from maslab.errors import ConfigError
 from maslab.sandbox import (
     BACKEND_VARIABLE,
+    IsolationMissing,
     Limits,
     arun_python,
     missing_isolation,
     protections,
     require_isolation,
     run_python,
+    unsafe_no_sandbox,
 )
 
 # The first line a run prints: its cwd and pid namespace, which find its processes from outside.
@@ -290,12 +292,22 @@ def test_protections_say_what_is_active():
         "filesystem",
         "proc",
         "unprivileged",
+        "disk_limit",
+        "syscall_filter",
     }
     assert all(isinstance(value, bool) for value in flags.values())
+    assert active["disk_limit"] == active["filesystem"]
     assert active["network"] == active["pid_namespace"] == (active["backend"] != "none")
     assert missing_isolation() == [
         name
-        for name in ("filesystem", "proc", "network", "unprivileged", "process_limit")
+        for name in (
+            "filesystem",
+            "proc",
+            "network",
+            "unprivileged",
+            "process_limit",
+            "syscall_filter",
+        )
         if not active[name]
     ]
 
@@ -311,11 +323,25 @@ def test_without_namespaces_runs_still_work_and_strict_mode_refuses(monkeypatch,
     assert message.startswith("strict sandbox unavailable: no filesystem, proc, network")
     assert message.endswith(f"({BACKEND_VARIABLE}=none)")
 
-    result = run_python(PRINT_WHERE + "print(open('/proc/1/cmdline').read() != '')")
+    with pytest.raises(IsolationMissing) as refused:  # no program runs unless the caller opts in
+        run_python("open('ran', 'w')")
+    assert str(refused.value) == (
+        f"model-written code cannot run isolated here: no filesystem, network "
+        f"({BACKEND_VARIABLE}=none); it would have your user's rights: pass --unsafe-no-sandbox "
+        "(unsafe_no_sandbox=True in Python) to run it anyway"
+    )
+    assert list(sandbox_tmp.iterdir()) == []
+    with unsafe_no_sandbox():
+        result = run_python(PRINT_WHERE + "print(open('/proc/1/cmdline').read() != '')")
     where, sees_host = result.stdout.splitlines()
     assert result.passed and where.split()[0].startswith(str(sandbox_tmp))
     assert sees_host == "True"  # the host's init: nothing hides it without namespaces
     assert_nothing_left(where, sandbox_tmp)
+
+    if protections()["syscall_filter"]:  # the system-call filter needs no namespace
+        unshare = "import ctypes\nprint(ctypes.CDLL(None).unshare(0x10000000))"
+        with unsafe_no_sandbox():
+            assert run_python(unshare).stdout == "-1\n"
 
 
 def test_an_unknown_backend_is_a_config_error(monkeypatch):
@@ -371,8 +397,9 @@ async def test_a_sandboxed_program_ends_when_maslab_is_killed(backend, tmp_path)
         pytest.skip("no namespaces here")
     marker = f"marker-{uuid.uuid4().hex}"
     script = (
-        "from maslab.sandbox import Limits, run_python\n"
-        f"run_python('import time\\ntime.sleep(600)', files={{{marker!r}: ''}},"
+        "from maslab.sandbox import Limits, run_python, unsafe_no_sandbox\n"
+        "with unsafe_no_sandbox():\n"
+        f"    run_python('import time\\ntime.sleep(600)', files={{{marker!r}: ''}},"
         " limits=Limits(wall_seconds=600, cpu_seconds=600))\n"
     )
     env = {**os.environ, BACKEND_VARIABLE: backend, "TMPDIR": str(tmp_path)}  # what it leaves
@@ -396,9 +423,9 @@ def test_the_launcher_ends_a_run_past_its_wall_limit_by_itself(tmp_path):
     run = sandbox._Run(tmp_path, sandbox._isolation())
     sandbox._write_files(run.workdir, "import time\ntime.sleep(600)\n", {})
     run.prepare()
-    command = run.command(Limits(wall_seconds=1), None, [sandbox._PYTHON, "-s", "main.py"])
+    command, env = run.launch(Limits(wall_seconds=1), None, [sandbox._PYTHON, "-s", "main.py"])
     ended = subprocess.run(
-        command, cwd=run.workdir, env=run.environment(), capture_output=True, timeout=120
+        command, cwd=run.workdir, env=env, capture_output=True, timeout=120
     )  # a 600 s sleep, ended long before the guard
     assert ended.returncode != 0
 

@@ -4,8 +4,10 @@ forced), and skips, saying why, where one is unavailable."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -321,3 +323,94 @@ def test_the_program_has_no_privileges(backend):
     assert seen["host_uid"] != 0
     assert (seen["remount"], seen["unmount"]) == (-1, -1)
     assert processes_in(namespace) == []
+
+
+def test_filling_the_disk_stops_at_the_limit_and_says_so(backend, tmp_path):
+    """One sample once wrote 1.25 GiB and 20,000 files into the host's temporary space: the
+    program's directory, /tmp and /dev/shm are now bounded file systems of its own."""
+    host_before = shutil.disk_usage(tempfile.gettempdir()).used
+    fill = (
+        "import errno\n"
+        "try:\n"
+        "    with open('{where}/big', 'wb') as f:\n"
+        "        for _ in range(200):\n"
+        "            f.write(b'x' * 1024**2)\n"
+        "            f.flush()\n"
+        "except OSError as error:\n"
+        "    print(errno.errorcode[error.errno])\n"
+    )
+    limits = Limits(disk_mb=8, max_file_mb=64, wall_seconds=30)
+    for where in (".", "/tmp", "/dev/shm"):
+        result, namespace = run(fill.format(where=where), limits=limits)
+        assert (result.status, result.stdout) == ("disk_limit", "ENOSPC\n"), where
+        assert processes_in(namespace) == []
+    many = (
+        "import errno\n"
+        "try:\n"
+        "    for i in range(100_000):\n"
+        "        open(f'f{i}', 'w').close()\n"
+        "except OSError as error:\n"
+        "    print(errno.errorcode[error.errno], i < 1000)\n"
+    )
+    result, namespace = run(many, limits=Limits(max_files=500))
+    assert (result.status, result.stdout) == ("disk_limit", "ENOSPC True\n")
+    assert shutil.disk_usage(tempfile.gettempdir()).used - host_before < 32 * 1024**2
+    small = run("open('note', 'w').write('fine')\nprint(open('note').read())", limits=limits)[0]
+    assert (small.status, small.stdout) == ("ok", "fine\n")
+
+
+def test_new_namespaces_mounts_and_tracing_are_refused(backend):
+    """Inside the sandbox a program could unshare a new user namespace (and with it mount
+    tmpfs); a seccomp filter now refuses that and the other calls in DENIED_SYSCALLS, while
+    threads, subprocesses and multiprocessing still work."""
+    probe = (
+        "import ctypes, json, multiprocessing, subprocess, threading\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def errno_of(result):\n"
+        "    return 0 if result == 0 else ctypes.get_errno()\n"
+        "seen = {\n"
+        "    'unshare_user': errno_of(libc.unshare(0x10000000)),\n"
+        "    'unshare_mount': errno_of(libc.unshare(0x20000)),\n"
+        "    'mount_tmpfs': errno_of(libc.mount(b'x', b'/tmp', b'tmpfs', 0, None)),\n"
+        "    'ptrace': errno_of(libc.ptrace(16, 1, 0, 0)),\n"  # PTRACE_ATTACH to the init
+        "    'keyctl': errno_of(libc.syscall(250 if os.uname().machine == 'x86_64' else 219,\n"
+        "                                    0, -3, 0, 0, 0)),\n"
+        "    'bpf': errno_of(libc.syscall(321 if os.uname().machine == 'x86_64' else 280,\n"
+        "                                 0, 0, 0)),\n"
+        "}\n"
+        "threading.Thread(target=lambda: None).start()\n"
+        "seen['subprocess'] = subprocess.run(['true']).returncode\n"
+        "with multiprocessing.Pool(2) as pool:\n"
+        "    seen['pool'] = pool.map(abs, [-1, -2])\n"
+        "print(json.dumps(seen))\n"
+    )
+    result, namespace = run(probe, limits=Limits(wall_seconds=60))  # a pool, on a busy machine
+    assert result.status == "ok", result.stderr
+    assert json.loads(result.stdout) == {
+        "unshare_user": errno.EPERM,
+        "unshare_mount": errno.EPERM,
+        "mount_tmpfs": errno.EPERM,
+        "ptrace": errno.EPERM,
+        "keyctl": errno.EPERM,
+        "bpf": errno.EPERM,
+        "subprocess": 0,
+        "pool": [1, 2],
+    }
+    assert processes_in(namespace) == []
+
+
+def test_no_host_temporary_path_shows_inside(backend):
+    """/proc/1/cmdline and mountinfo showed the run's host directory: the launcher now takes
+    its settings from its environment (kept from the program) and mounts nothing from there."""
+    probe = (
+        "import glob\n"
+        "texts = [open('/proc/self/mountinfo').read(), open('/proc/1/cmdline').read()]\n"
+        "for path in glob.glob('/proc/[0-9]*/environ'):\n"
+        "    try:\n"
+        "        texts.append(open(path).read())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('maslab-sandbox-' in ''.join(texts), tempfile_dir in ''.join(texts))\n"
+    )
+    result, _ = run(f"tempfile_dir = {tempfile.gettempdir()!r}\n" + probe)
+    assert (result.status, result.stdout) == ("ok", "False False\n"), result.stderr

@@ -157,6 +157,9 @@ SCRIPTED: dict[str, tuple[ResultRecord, dict, float]] = {
         ),
         2,
     ),
+    # the bridge's counts of a sample's programs, as its trace carries them
+    "program_calls_refused": (record(), trace_of(*debate()) | {"program_calls_refused": 3}, 3),
+    "program_calls_failed": (record(), trace_of(*debate()) | {"program_calls_failed": 2}, 2),
 }
 
 

@@ -35,6 +35,7 @@ from maslab.evaluation import Score
 from maslab.method import Method, list_methods
 from maslab.progress import RunProgress
 from maslab.results import ResultRecord, RunStore
+from maslab.sandbox import BACKEND_VARIABLE
 from maslab.show import show_task
 from maslab.testing.fake_server import FakeOpenAIServer
 
@@ -336,6 +337,12 @@ CLI = {
         status=1,
     ),
     "data path of an unknown benchmark": Cli(("data", "path", "gsm9k"), "unknown benchmark"),
+    # the sandbox
+    "answer code where it cannot be isolated": Cli(
+        (*RUN[:4], "humaneval", "--limit", "1", *RUN[7:]),
+        "model-written code cannot run isolated here: no filesystem, network",
+        patch=lambda monkeypatch: monkeypatch.setenv(BACKEND_VARIABLE, "none"),
+    ),
 }
 
 

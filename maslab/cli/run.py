@@ -69,6 +69,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         cache=False if args.no_cache else args.cache or True,
         out=args.out,
         strict_sandbox=args.strict_sandbox,
+        unsafe_no_sandbox=args.unsafe_no_sandbox,
         native=not args.no_native,
         optimize_on=args.optimize_on,
         optimize_limit=args.optimize_limit,
@@ -145,6 +146,8 @@ def print_summary(result: RunResult, label: str | None = None) -> None:
         console.print(f"  errors: {escape(errors)}")
     if optimization := s.describe_optimization():
         console.print(f"  {escape(optimization)}")
+    for warning in result.manifest.describe_sandbox():
+        console.print(f"  [red]{escape(warning)}[/]")
     for cap in result.manifest.describe_caps():
         console.print(f"  [yellow]{escape(cap)}[/]")
     console.print(
@@ -250,6 +253,12 @@ def run_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="refuse to start unless model-written code runs fully isolated (own filesystem, "
         "/proc and network, unprivileged, process cap)",
+    )
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="let model-written code run where it cannot be isolated (no new root or no network "
+        "namespace), with your user's rights; recorded in the run",
     )
     p.add_argument(
         "--no-native",

@@ -32,7 +32,7 @@ from typing import Any
 from maslab.sandbox import CHANNEL_VARIABLE, Limits, SandboxResult, arun_python, read_report
 
 _HERE = Path(__file__).parent
-_LIMITS = ("timeout", "memory", "output_limit")
+_LIMITS = ("timeout", "memory", "output_limit", "disk_limit")
 
 
 @cache

@@ -73,12 +73,11 @@ from pydantic import Field
 
 from maslab.aggregation import llm_aggregate, majority_decision
 from maslab.context import Context
-from maslab.errors import ConfigError
 from maslab.evaluation import Scorer
 from maslab.messages import Message
-from maslab.method import Method, MethodConfig, register_method
+from maslab.method import Method, MethodConfig, MethodState, register_method
 from maslab.methods.goagent.execution import agent_graph, agent_prompt, split_by_order
-from maslab.methods.goagent.policy import SELECTOR_FORMAT, GroupPolicy
+from maslab.methods.goagent.policy import SELECTOR_FORMAT, GroupPolicy, GroupPolicyState
 from maslab.methods.goagent.pool import (
     BUILTIN_POOL,
     Group,
@@ -135,6 +134,11 @@ class GoAgent(Method):
         sparsity: float = Field(0.05, ge=0)
         evaluator: str | None = None  # None: by answer type (numeric, math, choice, code, exact)
 
+    class LearnedState(MethodState):
+        format: Literal["goagent-selector/2"]
+        domains: dict[str, GroupPolicyState]
+        """Each domain's trained policy and its pool (none: an ``llm`` selector's)."""
+
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
     ) -> None:
@@ -142,9 +146,10 @@ class GoAgent(Method):
         self._pools: dict[str, Pool] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._policies: dict[str, GroupPolicy] = {}
+        self._optimized = False
         path = self.config.selector_path
         if path and (state := read_json(path, "learned selector")):
-            self._load(state, path, "selector file")
+            self._load(self.check_learned_state(state, path), path, "selector file")
 
     def domain(self, task: Task) -> str:
         return str(
@@ -196,8 +201,9 @@ class GoAgent(Method):
         return validate_selection(parse_json_object(reply.content), pool, cfg.max_groups)
 
     def learned_state(self) -> dict[str, Any] | None:
-        """The trained per-domain policies with their pools (None: nothing trained)."""
-        if not self._policies:
+        """The trained per-domain policies with their pools (none after an ``llm`` selector's
+        ``optimize``; None: neither optimised nor loaded)."""
+        if not (self._policies or self._optimized):
             return None
         return {
             "format": SELECTOR_FORMAT,
@@ -205,11 +211,12 @@ class GoAgent(Method):
         }
 
     def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        self._load(state, "learned state", "learned state")
+        self._load(state, "goagent learned state", "learned state")
+        self._optimized = True
 
     def _load(self, state: Mapping[str, Any], where: str, source: str) -> None:
-        if state.get("format") != SELECTOR_FORMAT or not isinstance(state.get("domains"), dict):
-            raise ConfigError(f"{where}: not a {SELECTOR_FORMAT} learned selector")
+        """Take the policies of a checked learned state (``where`` names it in errors); their
+        pools' ``source`` is where they came from."""
         for domain, entry in state["domains"].items():
             policy = GroupPolicy.from_json(entry, where)
             self._policies[domain] = policy
@@ -284,7 +291,8 @@ class GoAgent(Method):
     # -- training ------------------------------------------------------------------------------
 
     async def optimize(self, tasks: Sequence[Task], ctx: Context) -> None:
-        """Train the learned selector by REINFORCE (no-op for ``selector="llm"``).
+        """Train the learned selector by REINFORCE (for ``selector="llm"`` there is nothing to
+        train: its learned state holds no policy).
 
         Each epoch samples one selection per task (from a generator seeded by the run seed,
         ``ctx.seed``), runs them all, and moves every sampled choice's logits by its reward
@@ -292,6 +300,7 @@ class GoAgent(Method):
         state, also written to ``selector_path`` if set.
         """
         cfg = self.config
+        self._optimized = True
         if cfg.selector != "learned" or not tasks:
             return
         rng = policy_rng(ctx.seed, "goagent")

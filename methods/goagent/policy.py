@@ -8,17 +8,35 @@ from itertools import permutations
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from maslab.errors import ConfigError
 from maslab.methods.goagent.pool import Group, groups_from
 from maslab.methods.goagent.selection import Selection
-from maslab.policy import ChoicePolicy, ChoiceStep, EdgePolicy, EdgeStep
+from maslab.policy import (
+    ChoicePolicy,
+    ChoicePolicyState,
+    ChoiceStep,
+    EdgePolicy,
+    EdgePolicyState,
+    EdgeStep,
+)
 
 SELECTOR_FORMAT = "goagent-selector/2"
 END = "<end>"  # the option that stops adding groups
 NEXT = "next"  # the policy's one slot: which group comes next
 
 Step = ChoiceStep | EdgeStep
+
+
+class GroupPolicyState(BaseModel):
+    """The schema of :meth:`GroupPolicy.to_json` in a learned state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pool: list[Group] = Field(min_length=1)
+    choices: ChoicePolicyState
+    edges: EdgePolicyState
 
 
 @dataclass
