@@ -5,7 +5,7 @@ Answers are integers from 0 to 999; the gold is ``Answer`` as plain digits.
 
 from __future__ import annotations
 
-from maslab.benchmark import HubSource, NumberBenchmark, register_benchmark
+from maslab.bench.benchmark import HubSource, NumberBenchmark, register_benchmark
 
 
 @register_benchmark("aime2024")

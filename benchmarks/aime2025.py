@@ -7,7 +7,7 @@ MathArena's copy is used because it holds both exams in one split with LaTeX-che
 
 from __future__ import annotations
 
-from maslab.benchmark import HubSource, NumberBenchmark, register_benchmark
+from maslab.bench.benchmark import HubSource, NumberBenchmark, register_benchmark
 
 
 @register_benchmark("aime2025")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from maslab.benchmark import ChoiceBenchmark, HubSource, answer_index, register_benchmark
-from maslab.task import Task
+from maslab.bench.benchmark import ChoiceBenchmark, HubSource, answer_index, register_benchmark
+from maslab.core.task import Task
 
 _PREFIX = re.compile(r"^\s*\(?([A-Ea-e])\s*\)\s*(?:\(?\1\s*\)\s*)*")  # "A)", also "A)A)"
 

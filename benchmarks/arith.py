@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from maslab.benchmark import NumberBenchmark, number_gold, register_benchmark
-from maslab.context import derive_seed
+from maslab.bench.benchmark import NumberBenchmark, number_gold, register_benchmark
+from maslab.core.context import derive_seed
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.task import Task
 
 _NAMES = ("Maya", "Omar", "Lena", "Kofi", "Priya", "Tomás", "Yuki", "Sven", "Amara", "Diego")
 _ITEMS = ("marbles", "stickers", "apples", "coins", "stamps", "seashells", "pencils", "beads")

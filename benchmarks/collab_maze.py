@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maslab.benchmark import Benchmark, register_benchmark
-from maslab.context import derive_seed
+from maslab.bench.benchmark import Benchmark, register_benchmark
+from maslab.core.context import derive_seed
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.task import Task
 
 Cell = tuple[int, int]
 

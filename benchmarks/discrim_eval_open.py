@@ -30,10 +30,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from maslab.benchmark import Benchmark, HubSource, register_benchmark
-from maslab.parsing import parse_json_object
-from maslab.structured import STRING, object_schema
-from maslab.task import Task
+from maslab.bench.benchmark import Benchmark, HubSource, register_benchmark
+from maslab.core.task import Task
+from maslab.kit.parsing import parse_json_object
+from maslab.kit.structured import STRING, object_schema
 
 CHOICES = ("A", "B", "C")
 PROBABILITIES, REASON = "ChoiceProbabilities", "Reason"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from maslab.benchmark import ChoiceBenchmark, HubSource, register_benchmark
-from maslab.task import Task
+from maslab.bench.benchmark import ChoiceBenchmark, HubSource, register_benchmark
+from maslab.core.task import Task
 
 _ANSWERS = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from maslab.benchmark import HubSource, NumberBenchmark, number_gold, register_benchmark
-from maslab.task import Task
+from maslab.bench.benchmark import HubSource, NumberBenchmark, number_gold, register_benchmark
+from maslab.core.task import Task
 
 
 @register_benchmark("gsm8k")

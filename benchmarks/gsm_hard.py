@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from maslab.benchmark import HubSource, NumberBenchmark, register_benchmark
+from maslab.bench.benchmark import HubSource, NumberBenchmark, register_benchmark
 
 
 @register_benchmark("gsm_hard")

@@ -11,9 +11,9 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from maslab.benchmark import CodeBenchmark, register_benchmark
-from maslab.data import read_records
-from maslab.task import Task
+from maslab.bench.benchmark import CodeBenchmark, register_benchmark
+from maslab.bench.data import read_records
+from maslab.core.task import Task
 
 _DATA = ("data", "HumanEval.jsonl.gz")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from maslab.benchmark import CodeBenchmark, HubSource, register_benchmark
-from maslab.task import Task
+from maslab.bench.benchmark import CodeBenchmark, HubSource, register_benchmark
+from maslab.core.task import Task
 
 
 @register_benchmark("mbpp")

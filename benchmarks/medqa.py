@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from maslab.benchmark import ChoiceBenchmark, HubSource, register_benchmark
-from maslab.task import Task
+from maslab.bench.benchmark import ChoiceBenchmark, HubSource, register_benchmark
+from maslab.core.task import Task
 
 
 @register_benchmark("medqa")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from maslab.benchmark import ChoiceBenchmark, HubSource, answer_index, register_benchmark
-from maslab.task import Task
+from maslab.bench.benchmark import ChoiceBenchmark, HubSource, answer_index, register_benchmark
+from maslab.core.task import Task
 
 
 @register_benchmark("mmlu")

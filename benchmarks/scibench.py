@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from maslab.benchmark import (
+from maslab.bench.benchmark import (
     NUMBER_INSTRUCTION,
     HubSource,
     NumberBenchmark,
     number_gold,
     register_benchmark,
 )
-from maslab.task import Task
+from maslab.core.task import Task
 
 
 @register_benchmark("scibench")

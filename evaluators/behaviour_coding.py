@@ -47,17 +47,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from maslab.agreement import Agreement
-from maslab.context import Context
+from maslab.analysis.agreement import Agreement
+from maslab.bench.evaluation import Evaluator, Judge, Score, get_evaluator, register_evaluator
+from maslab.core.context import Context
+from maslab.core.messages import Message
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.evaluation import Evaluator, Judge, Score, get_evaluator, register_evaluator
+from maslab.harness.sweep import judge_options, unused_judge
+from maslab.kit.parsing import parse_model
+from maslab.kit.structured import json_params, object_schema
 from maslab.llm import ChatModel, ModelPool
-from maslab.messages import Message
-from maslab.parsing import parse_model
-from maslab.results import ResultRecord
-from maslab.structured import json_params, object_schema
-from maslab.sweep import judge_options, unused_judge
-from maslab.task import Task
+from maslab.store.run_store import ResultRecord
 
 NAME = "behaviour_coding"
 JUDGES = ("a", "b")
@@ -214,7 +214,8 @@ class BehaviourCodingEvaluator(Evaluator):
 class BehaviourAgreement:
     """Judge A against judge B over a run's coded messages, per behaviour.
 
-    In each flag's :class:`~maslab.agreement.Agreement`, ``both_correct`` counts the messages
+    In each flag's :class:`~maslab.analysis.agreement.Agreement`, ``both_correct`` counts the
+    messages
     both judges flagged, ``both_wrong`` those neither flagged, ``only_a`` and ``only_b`` those
     one judge flagged; its ``kappa`` is Cohen's kappa. ``excluded`` counts the messages left
     out because a judge could not code them.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import string
 
-from maslab.answers import extract_answer, normalize_answer
-from maslab.context import Context
+from maslab.bench.evaluation import Evaluator, Score, gold_of, register_evaluator
+from maslab.core.answers import extract_answer, normalize_answer
+from maslab.core.context import Context
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.evaluation import Evaluator, Score, gold_of, register_evaluator
-from maslab.task import Task
 
 
 @register_evaluator("choice")

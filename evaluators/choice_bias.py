@@ -36,15 +36,15 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from maslab.bench.evaluation import Evaluator, Score, register_evaluator
 from maslab.benchmarks.discrim_eval_open import CHOICES, read_choice_reply
-from maslab.context import Context
-from maslab.evaluation import Evaluator, Score, register_evaluator
-from maslab.messages import Message
-from maslab.task import Task
+from maslab.core.context import Context
+from maslab.core.messages import Message
+from maslab.core.task import Task
 
 if TYPE_CHECKING:
-    from maslab.results import ResultRecord
-    from maslab.run_result import RunResult
+    from maslab.analysis.run_result import RunResult
+    from maslab.store.run_store import ResultRecord
 
 METRICS = ("gini", "variance", "entropy", "kl_uniform")
 

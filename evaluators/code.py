@@ -1,7 +1,8 @@
 """``code``: the answer's code passes the task's tests, examined apart from it.
 
 The code is the answer's Python block that defines the task's entry point
-(:func:`maslab.answers.extract_answer`; see :attr:`maslab.task.Task.entry_point`). The tests are
+(:func:`maslab.core.answers.extract_answer`; see :attr:`maslab.core.task.Task.entry_point`). The
+tests are
 every string in ``task.tests``, run one after another; when ``metadata["entry_point"]`` is set
 (HumanEval style: the tests define ``check(candidate)``), ``check(<entry_point>)`` runs last.
 MBPP-style tasks just put ``assert`` lines in ``tests``. When ``metadata["prompt_prefix"]`` is
@@ -11,7 +12,7 @@ stub, and one that gives the whole function keeps the prompt's imports; the test
 prompt's helpers too, never the answer's versions of them.
 
 A pass is earned: the code runs in one sandbox and the tests in another
-(:mod:`maslab.code_check`), and the verdict is that every test ran to its end on built-in values
+(:mod:`maslab.kit.code_check`), and the verdict is that every test ran to its end on built-in values
 the code returned. That module's docstring says what the model's code can and cannot do; in
 short, introspection, always-equal objects, patched builtins, early exits and printed success
 lines all fail, while code that knows the expected answers passes like a correct solution.
@@ -19,13 +20,13 @@ lines all fail, while code that knows the expected answers passes like a correct
 
 from __future__ import annotations
 
-from maslab.answers import extract_answer
-from maslab.code_tests import examine_answer
-from maslab.context import Context
+from maslab.bench.evaluation import Evaluator, Score, register_evaluator
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.evaluation import Evaluator, Score, register_evaluator
+from maslab.kit.code_tests import examine_answer
 from maslab.sandbox import Limits
-from maslab.task import Task
 
 _MAX_EXPLANATION = 200
 

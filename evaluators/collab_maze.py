@@ -24,11 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from maslab.bench.evaluation import Evaluator, Judge, Score, register_evaluator
 from maslab.benchmarks.collab_maze import Maze, Walk, maze_of
-from maslab.context import Context
-from maslab.evaluation import Evaluator, Judge, Score, register_evaluator
+from maslab.core.context import Context
+from maslab.core.task import Task
 from maslab.llm import ChatModel, ModelPool
-from maslab.task import Task
 
 NO_ROUTE = "NO_ROUTE"
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from maslab.answers import extract_answer, normalize_answer
-from maslab.context import Context
-from maslab.evaluation import Evaluator, Score, gold_of, register_evaluator
-from maslab.task import Task
+from maslab.bench.evaluation import Evaluator, Score, gold_of, register_evaluator
+from maslab.core.answers import extract_answer, normalize_answer
+from maslab.core.context import Context
+from maslab.core.task import Task
 
 
 @register_evaluator("exact")

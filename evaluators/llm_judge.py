@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 
-from maslab.context import Context
-from maslab.evaluation import Evaluator, Judge, Score, gold_of, register_evaluator
+from maslab.bench.evaluation import Evaluator, Judge, Score, gold_of, register_evaluator
+from maslab.core.context import Context
+from maslab.core.task import Task
+from maslab.kit.structured import json_params, object_schema
 from maslab.llm import ChatModel, ModelPool
-from maslab.structured import json_params, object_schema
-from maslab.task import Task
 
 NO_ANSWER = "NO_ANSWER"
 

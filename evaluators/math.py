@@ -22,12 +22,12 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
-from maslab.answers import extract_answer
-from maslab.context import Context
+from maslab.bench.evaluation import Evaluator, Score, gold_of, register_evaluator
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.evaluation import Evaluator, Score, gold_of, register_evaluator
 from maslab.evaluators.numeric import numbers_equal
-from maslab.task import Task
 
 # (verdict, what math-verify parsed from the answer); verdict None: nothing to compare
 Check = tuple[bool | None, str | None]

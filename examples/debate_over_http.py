@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from maslab import Context, ModelPool, Task, get_method
-from maslab.answers import extract_answer
+from maslab.core.answers import extract_answer
 from maslab.llm import ChatRequest, Endpoint
 from maslab.testing import FakeOpenAIServer, last_user_message
 

@@ -41,62 +41,65 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from maslab import moved
 from maslab.lazy import lazy_exports
 
+moved.install()  # the flat layout's module paths still import
+
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time each name loads on first use
-    from maslab.agents import Agent
-    from maslab.benchmark import Benchmark, get_benchmark, list_benchmarks
-    from maslab.context import Budget, Context
+    from maslab.analysis.run_result import RunResult, load_run
+    from maslab.api import aevaluate, evaluate
+    from maslab.bench.benchmark import Benchmark, get_benchmark, list_benchmarks
+    from maslab.bench.evaluation import Evaluator, Score, get_evaluator, list_evaluators
+    from maslab.core.agents import Agent
+    from maslab.core.context import Budget, Context
+    from maslab.core.messages import Message, Transcript
+    from maslab.core.method import Method, MethodConfig, get_method, list_methods, register_method
+    from maslab.core.task import Solution, Task
+    from maslab.core.topology import Topology
     from maslab.errors import BudgetExceeded, ConfigError, LLMError, MaslabError, SampleEnded
-    from maslab.evaluation import Evaluator, Score, get_evaluator, list_evaluators
-    from maslab.harness import aevaluate, evaluate
     from maslab.llm.registry import ModelPool, load_model
     from maslab.llm.types import ChatModel, Completion, Usage
-    from maslab.messages import Message, Transcript
-    from maslab.method import Method, MethodConfig, get_method, list_methods, register_method
-    from maslab.run_result import RunResult, load_run
-    from maslab.task import Solution, Task
-    from maslab.topology import Topology
 
 # public name -> the module that defines it: `import maslab` stays cheap (the CLI and a
 # worker import only what they use), and `maslab.X` imports X's module on first access
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "Agent": "maslab.agents",
-        "Benchmark": "maslab.benchmark",
-        "get_benchmark": "maslab.benchmark",
-        "list_benchmarks": "maslab.benchmark",
-        "Budget": "maslab.context",
-        "Context": "maslab.context",
+        "Agent": "maslab.core.agents",
+        "Benchmark": "maslab.bench.benchmark",
+        "get_benchmark": "maslab.bench.benchmark",
+        "list_benchmarks": "maslab.bench.benchmark",
+        "Budget": "maslab.core.context",
+        "Context": "maslab.core.context",
         "BudgetExceeded": "maslab.errors",
         "ConfigError": "maslab.errors",
         "LLMError": "maslab.errors",
         "MaslabError": "maslab.errors",
         "SampleEnded": "maslab.errors",
-        "Evaluator": "maslab.evaluation",
-        "Score": "maslab.evaluation",
-        "get_evaluator": "maslab.evaluation",
-        "list_evaluators": "maslab.evaluation",
-        "aevaluate": "maslab.harness",
-        "evaluate": "maslab.harness",
+        "Evaluator": "maslab.bench.evaluation",
+        "Score": "maslab.bench.evaluation",
+        "get_evaluator": "maslab.bench.evaluation",
+        "list_evaluators": "maslab.bench.evaluation",
+        "aevaluate": "maslab.api",
+        "evaluate": "maslab.api",
         "ModelPool": "maslab.llm.registry",
         "load_model": "maslab.llm.registry",
         "ChatModel": "maslab.llm.types",
         "Completion": "maslab.llm.types",
         "Usage": "maslab.llm.types",
-        "Message": "maslab.messages",
-        "Transcript": "maslab.messages",
-        "Method": "maslab.method",
-        "MethodConfig": "maslab.method",
-        "get_method": "maslab.method",
-        "list_methods": "maslab.method",
-        "register_method": "maslab.method",
-        "RunResult": "maslab.run_result",
-        "load_run": "maslab.run_result",
-        "Solution": "maslab.task",
-        "Task": "maslab.task",
-        "Topology": "maslab.topology",
+        "Message": "maslab.core.messages",
+        "Transcript": "maslab.core.messages",
+        "Method": "maslab.core.method",
+        "MethodConfig": "maslab.core.method",
+        "get_method": "maslab.core.method",
+        "list_methods": "maslab.core.method",
+        "register_method": "maslab.core.method",
+        "RunResult": "maslab.analysis.run_result",
+        "load_run": "maslab.analysis.run_result",
+        "Solution": "maslab.core.task",
+        "Task": "maslab.core.task",
+        "Topology": "maslab.core.topology",
     },
 )
 

@@ -28,7 +28,8 @@ CONCURRENCY = 32  # model calls in flight across a run (and as many samples)
 # Sweep cells run at once (under the sweep's one call cap): enough to overlap the slow tails
 # of cells (last samples, dependent rounds), few enough to show a line each.
 MAX_CELLS = 4
-# Which waiting model call goes next when a run's calls are at the cap (maslab.scheduling: why).
+# Which waiting model call goes next when a run's calls are at the cap (maslab.core.scheduling:
+# why).
 SCHEDULER: Final = "progress"
 REPEATS = 1  # independent attempts per task
 SEED = 0  # the run seed: per-sample random streams and the response cache's draws

@@ -5,8 +5,8 @@ Code: github.com/ShengranHu/ADAS; MASLab's port ``methods/ADAS``.
 
 An agent is a Python program that defines ``def forward(task: str) -> str`` (or ``async
 def``): it gets the task's full prompt and returns the answer text, written as the task asks.
-It calls models through :mod:`maslab.bridge_client` (``from maslab_bridge import call_llm,
-acall_llm, Agent``). Every run of an agent goes through :func:`maslab.bridge.call_function`:
+It calls models through :mod:`maslab.kit.bridge_client` (``from maslab_bridge import call_llm,
+acall_llm, Agent``). Every run of an agent goes through :func:`maslab.kit.bridge.call_function`:
 the program runs in the sandbox (never in this process), where our driver calls its
 ``forward`` on the task and reports the value (or the error); its model calls are the
 sample's calls (budgeted, cached, in the ledger).
@@ -28,7 +28,7 @@ Search (``optimize``, on the first V = ``valid_size`` tasks of the optimisation 
 
 Fitness: the mean of the evaluator's scores over the V tasks (a failed run scores 0): for
 exact-match benchmarks, the accuracy. The evaluator is ``evaluator``, or the one of the task's
-answer type (:data:`maslab.evaluation.EVALUATOR_BY_ANSWER_TYPE`): a method does not see the
+answer type (:data:`maslab.bench.evaluation.EVALUATOR_BY_ANSWER_TYPE`): a method does not see the
 run's evaluator.
 
 ``solve`` runs the archive's fittest agent (ties: the earlier one) on the task; before any
@@ -77,13 +77,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from maslab.bridge import MAX_CALLS, FunctionCall, call_function
-from maslab.context import Context
-from maslab.evaluation import Scorer
-from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
-from maslab.parsing import Text, parse_model
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
+from maslab.bench.evaluation import Scorer
+from maslab.core.context import Context
+from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
+from maslab.core.task import Solution, Task
+from maslab.kit.bridge import MAX_CALLS, FunctionCall, call_function
+from maslab.kit.parsing import Text, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 
 META, AGENT = "meta", "agent"
 

@@ -11,7 +11,7 @@ to it as ``operators.py``: ``generate`` (a free-form call with an instruction), 
 of the candidates agree with), ``review`` (a verdict and feedback), ``revise`` (a fix from the
 feedback) and ``format_answer`` (the final answer in the task's required form). The workflow
 may also call :mod:`maslab_bridge` itself and run operators concurrently
-(``asyncio.gather``). It always runs in the sandbox through :func:`maslab.bridge.call_function`
+(``asyncio.gather``). It always runs in the sandbox through :func:`maslab.kit.bridge.call_function`
 (never in this process): its calls are the sample's, recorded as ``program/<operator>`` (the
 role ``executor``); its answer is the value ``workflow`` returns (its own prints never are).
 
@@ -81,14 +81,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
-from maslab.bridge import call_function
-from maslab.context import Context
+from maslab.bench.evaluation import Scorer
+from maslab.core.context import Context
+from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
+from maslab.core.task import Solution, Task
 from maslab.errors import BudgetExceeded
-from maslab.evaluation import Scorer
-from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
-from maslab.parsing import Text, parse_model
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
+from maslab.kit.bridge import call_function
+from maslab.kit.parsing import Text, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 
 OPTIMIZER, EXECUTOR, PROGRAM = "optimizer", "executor", "program"
 OPERATOR_AGENTS = ("generate", "answer", "sc_ensemble", "review", "revise", "format_answer")

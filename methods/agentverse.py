@@ -59,13 +59,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
-from maslab.parsing import Text, as_text, parse_model
-from maslab.roles import numbered
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.parsing import Text, as_text, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 
 RECRUITER, SOLVER, CRITIC, EVALUATOR = "recruiter", "solver", "critic", "evaluator"
 

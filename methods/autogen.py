@@ -51,11 +51,11 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.sandbox import IsolationMissing, Limits, arun_python
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 ASSISTANT, USER_PROXY = "assistant", "user_proxy"
 

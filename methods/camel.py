@@ -68,11 +68,11 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from maslab.agents import Agent
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.core.agents import Agent
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 
 SPECIFIER, USER, ASSISTANT, CRITIC = "specifier", "user", "assistant", "critic"
 DONE = "CAMEL_TASK_DONE"

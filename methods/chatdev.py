@@ -20,9 +20,10 @@ request, the current code and what its partner said in this phase, never earlier
    says ``<INFO> Finished``, which ends the phase. Otherwise the programmer reads the request,
    the code and the comments and writes the revised code.
 3. Testing (Tester ↔ Programmer; ≤ n = ``test_cycles`` fixes). The examples the request shows
-   (:func:`maslab.code_tests.public_tests`: HumanEval's doctests, MBPP's shown assert; with none,
+   (:func:`maslab.kit.code_tests.public_tests`: HumanEval's doctests, MBPP's shown assert; with
+   none,
    the program only has to run without error) are run against the current code in the sandbox
-   (:func:`maslab.code_tests.run_tests`, no model call). If they pass, or n fixes were made, the
+   (:func:`maslab.kit.code_tests.run_tests`, no model call). If they pass, or n fixes were made, the
    phase ends. Otherwise the tester reads the request, the code and the test report and writes a
    diagnosis; the programmer reads all of that and writes the fixed code. The hidden tests that
    score the answer (``task.tests``) are never run and never shown.
@@ -76,13 +77,13 @@ import re
 
 from pydantic import Field
 
-from maslab.agents import Agent
-from maslab.answers import extract_answer
-from maslab.code_tests import public_tests, run_tests
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.core.agents import Agent
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.code_tests import public_tests, run_tests
 
 CTO, PROGRAMMER, REVIEWER, TESTER = "cto", "programmer", "reviewer", "tester"
 FINISHED = "<INFO> Finished"

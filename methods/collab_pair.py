@@ -49,15 +49,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from maslab.agents import Agent
 from maslab.benchmarks.collab_maze import LEGEND, Maze, format_route, maze_of
-from maslab.context import Context
+from maslab.core.agents import Agent
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.errors import BudgetExceeded
 from maslab.evaluators.collab_maze import parse_route
-from maslab.method import Method, MethodConfig, register_method
-from maslab.roles import numbered
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 COMPLETION_PHRASE = "ACTI!"
 ROLE = "agent"  # the model role of every agent, in the pair and alone

@@ -32,7 +32,7 @@ output), since the planner states no answer before ``final_answer``.
 
 Deviations:
 - maslab runs offline, so the paper's Deep Researcher and Browser Use sub-agents (web search,
-  browsing) are not part of the team. Tools registered in :mod:`maslab.tools` can be offered to
+  browsing) are not part of the team. Tools registered in :mod:`maslab.kit.tools` can be offered to
   the planner through ``tools``; there are none by default, so no web access.
 - The Deep Analyzer (several analyser models plus a summariser) is one reasoning call (the
   official config gives it one step); the model role ``analyst`` picks its model.
@@ -63,14 +63,14 @@ from pydantic import (
     model_validator,
 )
 
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
-from maslab.parsing import as_text, parse_model
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.parsing import as_text, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.tools import Tool, ToolCall, ToolNames, get_tools, python_tool, run_tool
 from maslab.sandbox import Limits
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.tools import Tool, ToolCall, ToolNames, get_tools, python_tool, run_tool
-from maslab.topology import Topology
 
 PLANNER = "planner"
 FINAL = "final_answer"

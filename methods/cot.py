@@ -19,9 +19,9 @@ how to state the final answer, and the evaluator extracts it. No few-shot exempl
 
 from __future__ import annotations
 
-from maslab.context import Context
-from maslab.method import Method, register_method
-from maslab.task import Solution, Task
+from maslab.core.context import Context
+from maslab.core.method import Method, register_method
+from maslab.core.task import Solution, Task
 
 
 def cot_prompt(task: Task) -> str:

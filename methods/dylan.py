@@ -78,16 +78,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
-from maslab.agents import Agent
-from maslab.aggregation import answer_key, majority_decision
-from maslab.context import Context
+from maslab.core.agents import Agent
+from maslab.core.context import Context
+from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
-from maslab.parsing import Text, parse_model
-from maslab.roles import numbered
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.kit.aggregation import answer_key, majority_decision
+from maslab.kit.parsing import Text, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 
 AGENT, RANKER = "agent", "ranker"
 TOP = 2  # the listwise ranker keeps this many agents

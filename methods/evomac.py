@@ -9,7 +9,7 @@ Algorithm (I = ``iterations``, the workflows run at most, default 5 as in MASLab
 1. Concurrently: the organiser splits the task into a team, a DAG of 1..K programmer
    sub-tasks (JSON: id, description, the ids it depends on); the tester writes up to
    ``max_tests`` one-line ``assert`` unit tests from the task alone. The tests run are the
-   prompt's own examples (:func:`maslab.code_tests.public_tests`) and then the tester's, each
+   prompt's own examples (:func:`maslab.kit.code_tests.public_tests`) and then the tester's, each
    once. The hidden tests that score the answer are never shown to any model.
 2. The team works on one shared codebase, a single Python program that starts empty, in the
    DAG's topological layers (:meth:`Topology.layers`): sub-task i is programmer_i's. Each
@@ -22,7 +22,7 @@ Algorithm (I = ``iterations``, the workflows run at most, default 5 as in MASLab
    program leaves unchanged or drops stays as it was. A program that does not parse replaces
    the codebase as a whole, as does any program merged into a codebase that does not parse.
    A reply without code changes nothing.
-3. The codebase is run against the tests in the sandbox (:func:`maslab.code_tests.run_tests`).
+3. The codebase is run against the tests in the sandbox (:func:`maslab.kit.code_tests.run_tests`).
 4. Evolution ("textual back-propagation"), while some test fails, at most I − 1 times: the
    organiser reads the task, the codebase and the test report (which tests passed and which
    failed, with what the code returned) and writes a new team, a DAG of fix sub-tasks that
@@ -74,15 +74,15 @@ from typing import Annotated, Any
 import networkx as nx
 from pydantic import BaseModel, BeforeValidator, Field
 
-from maslab.answers import extract_answer
-from maslab.code_tests import parse_tests, public_tests, run_tests
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
-from maslab.parsing import Text, as_text, parse_model
-from maslab.roles import numbered
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.code_tests import parse_tests, public_tests, run_tests
+from maslab.kit.parsing import Text, as_text, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 
 ORGANIZER, PROGRAMMER, TESTER = "organizer", "programmer", "tester"
 FIRST_SUBTASK = "Write the complete solution to the task."

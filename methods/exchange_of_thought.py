@@ -44,13 +44,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from maslab.aggregation import answer_key, majority_decision
-from maslab.context import Context
-from maslab.messages import Message
-from maslab.method import Method, MethodConfig, register_method
+from maslab.core.context import Context
+from maslab.core.messages import Message
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.aggregation import answer_key, majority_decision
 from maslab.methods.cot import cot_prompt
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 Paradigm = Literal["memory", "report", "relay", "debate"]
 

@@ -8,7 +8,7 @@ decision node):
 
 1. Potential edges: ``agent_i -> agent_j`` for every i < j (a DAG by index) and
    ``agent_i -> decision`` for every i. Each is an independent Bernoulli with a learnable logit
-   (:class:`maslab.policy.EdgePolicy`), initial probability 0.5.
+   (:class:`maslab.kit.learning.EdgePolicy`), initial probability 0.5.
 2. A realisation: before optimisation, the graph is sampled from the edge probabilities with
    the sample's random stream (``graph="auto"``: the swarm as it stands, the paper's random
    swarm at p = 0.5; a strict threshold at p = 0.5 would keep no edge at all). Once optimised
@@ -24,10 +24,10 @@ decision node):
 
 ``optimize`` (edge optimisation, ``maslab run --optimize-on``): ``iterations`` steps; each
 takes the next ``batch_size`` validation tasks (cycling through them), samples one graph per
-task from a generator seeded by the run seed (:func:`maslab.policy.policy_rng`), runs it
+task from a generator seeded by the run seed (:func:`maslab.kit.learning.policy_rng`), runs it
 (without the repair of step 2: a graph with no edge into the decision node answers nothing,
 which scores 0), scores each answer against its gold with the evaluator of its answer type
-(:class:`maslab.evaluation.Scorer`, or ``evaluator``) and moves every edge logit by one
+(:class:`maslab.bench.evaluation.Scorer`, or ``evaluator``) and moves every edge logit by one
 REINFORCE step with the batch mean as baseline (``lr = 0.1``). The logits are the learned
 state.
 
@@ -60,15 +60,15 @@ import networkx as nx
 import numpy as np
 from pydantic import Field
 
-from maslab.aggregation import decide, majority_decision
-from maslab.context import Context
+from maslab.bench.evaluation import Scorer
+from maslab.core.context import Context
+from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.evaluation import Scorer
-from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
-from maslab.policy import Edge, EdgePolicy, EdgePolicyState, mean_baseline, policy_rng
-from maslab.roles import numbered
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.kit.aggregation import decide, majority_decision
+from maslab.kit.learning import Edge, EdgePolicy, EdgePolicyState, mean_baseline, policy_rng
 
 __all__ = ["GPTSwarm"]
 

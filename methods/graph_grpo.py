@@ -7,7 +7,7 @@ published (github.com/Zhubaoheng/Graph-GRPO is an unrelated paper, arXiv 2603.10
 Agents and graph: N role agents ``agent_1`` .. ``agent_N`` (agent i holds the i-th role of
 ``agent_roles``; the paper uses 4 agents on math tasks). The potential edges are every forward
 pair ``agent_i -> agent_j``, i < j: a complete DAG in agent order, so any subset is acyclic.
-An edge policy (:class:`maslab.policy.EdgePolicy`) gives each potential edge a probability
+An edge policy (:class:`maslab.kit.learning.EdgePolicy`) gives each potential edge a probability
 ``sigmoid(b_e + w_e · x)`` from cheap features ``x`` of the query (:func:`query_features`:
 length buckets, how many numbers, code and multiple-choice flags). All logits start at
 ``logit(initial_probability)``.
@@ -29,7 +29,8 @@ call) and run them all; the reward of a graph is its answer's score by the task'
 all equal says nothing about any edge and is filtered out (no update). Otherwise each edge e
 gets the advantage ``A_e = S(with e) − S(without e)``, the group's success rate over the graphs
 that kept e minus over those that did not (0 for an edge kept by all or none;
-:func:`maslab.policy.edge_credit`). The update is a policy-gradient step on the edge decisions: in
+:func:`maslab.kit.learning.edge_credit`). The update is a policy-gradient step on the edge
+decisions: in
 graph k the decision about e (keep or drop) has advantage ``+A_e`` if it kept e and ``−A_e`` if
 it dropped it, so ``θ_e += lr/K · Σ_k ±A_e · ∇θ_e log π(decision_k,e)``, ``θ_e`` being the
 edge's bias and feature weights. Every term has the sign of ``A_e``: an edge that raised the
@@ -47,7 +48,7 @@ Deviations:
 
 - The paper's policy is a G-Designer-style graph attention network over all-MiniLM-L6-v2
   embeddings of the query and the roles, trained with Adam (lr 1e-4). Ours is
-  :class:`~maslab.policy.EdgePolicy`, a logit per edge linear in five cheap query features
+  :class:`~maslab.kit.learning.EdgePolicy`, a logit per edge linear in five cheap query features
   (no encoder, no model download), trained by plain gradient steps with ``learning_rate``.
 - The paper's edge advantage is reported as ``S_e = P(success | e ∈ g)`` standardised over
   the edges, ``(S_e − mean) / std``; ours is the contrast ``S(with e) − S(without e)``, which
@@ -72,16 +73,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from maslab.aggregation import llm_aggregate, majority_decision
-from maslab.context import Context
+from maslab.bench.evaluation import Scorer
+from maslab.core.context import Context
+from maslab.core.messages import Message
+from maslab.core.method import Method, MethodConfig, MethodState, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.evaluation import Scorer
-from maslab.messages import Message
-from maslab.method import Method, MethodConfig, MethodState, register_method
-from maslab.policy import EdgePolicy, EdgePolicyState, EdgeStep, edge_credit, policy_rng
-from maslab.roles import numbered
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.kit.aggregation import llm_aggregate, majority_decision
+from maslab.kit.learning import EdgePolicy, EdgePolicyState, EdgeStep, edge_credit, policy_rng
 
 AGENT = "agent"
 STATE_FORMAT = "graph-grpo/1"

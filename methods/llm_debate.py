@@ -27,14 +27,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from maslab.agents import Agent
-from maslab.aggregation import decide, majority_decision
-from maslab.context import Context
-from maslab.messages import Message
-from maslab.method import Method, MethodConfig, register_method
-from maslab.roles import numbered
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.core.agents import Agent
+from maslab.core.context import Context
+from maslab.core.messages import Message
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.aggregation import decide, majority_decision
 
 
 def opening_prompt(task: Task) -> str:

@@ -15,10 +15,10 @@ composition of model calls with a known call count c(op):
 - ``self_refine``: a critic reviews the current answer and a refiner rewrites it (2 calls); in
   layer 1, where there is no answer yet, the refiner drafts one first (3 calls).
 - ``ensemble``: n step-by-step candidates, then one aggregator call states the answer
-  (n + 1 calls, default 4; ``maslab.aggregation.llm_aggregate``).
+  (n + 1 calls, default 4; ``maslab.kit.aggregation.llm_aggregate``).
 - ``early_exit``: no call; the network ends (never available in layer 1).
 
-Controller: a :class:`maslab.policy.ChoicePolicy` with one slot per layer over the operators,
+Controller: a :class:`maslab.kit.learning.ChoicePolicy` with one slot per layer over the operators,
 its logits linear in four cheap features of the query (:func:`query_features`). The whole
 architecture is drawn before any call (the controller reads only the query). Per layer ℓ, with
 p the layer's operator probabilities: operators are activated one at a time, each drawn from
@@ -43,7 +43,7 @@ validation tasks, draw K = ``samples`` architectures per task (a generator seede
 seed, draws in task order before any call), run them all, and score each answer with the
 evaluator of the task's answer type. Reward = score − λ·calls (the cost-aware objective;
 λ = ``cost_weight``, in reward per LLM call). Advantages are group relative over the K
-samples of a task (``maslab.policy.group_relative``: a group with equal rewards is skipped)
+samples of a task (``maslab.kit.learning.group_relative``: a group with equal rewards is skipped)
 and every drawn choice of an architecture moves by one REINFORCE step (Plackett–Luce log
 probability of its activation order, ``learning_rate``). The controller's table is the learned
 state. Cost: epochs · K · Σ_tasks calls(architecture).
@@ -81,18 +81,24 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from maslab.aggregation import llm_aggregate, majority_decision
-from maslab.context import Context
+from maslab.bench.evaluation import Scorer
+from maslab.core.context import Context
+from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.evaluation import Scorer
-from maslab.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
+from maslab.kit.aggregation import llm_aggregate, majority_decision
+from maslab.kit.learning import (
+    ChoicePolicy,
+    ChoicePolicyState,
+    ChoiceStep,
+    group_relative,
+    policy_rng,
+)
 from maslab.methods.cot import cot_prompt
 from maslab.methods.llm_debate import debate_prompt
 from maslab.methods.self_refine import refine_prompt
-from maslab.policy import ChoicePolicy, ChoicePolicyState, ChoiceStep, group_relative, policy_rng
-from maslab.roles import numbered
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 Operator = Literal[
     "io", "cot", "self_consistency", "debate", "self_refine", "ensemble", "early_exit"

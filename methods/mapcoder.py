@@ -20,8 +20,8 @@ Algorithm (k recalled problems, t debugging rounds per plan), on code tasks only
 4. If no code passes, the answer is the code that passed the most sample tests, the latest of
    those tied.
 
-The sample tests are the task prompt's own examples (:func:`maslab.code_tests.public_tests`:
-its asserts and doctests), run with :func:`maslab.code_tests.run_tests`. The hidden tests that
+The sample tests are the task prompt's own examples (:func:`maslab.kit.code_tests.public_tests`:
+its asserts and doctests), run with :func:`maslab.kit.code_tests.run_tests`. The hidden tests that
 score the answer (``task.tests``) are never shown to any model nor run by the method.
 
 LLM calls: 1 + 2k + Σ over the plans tried of (1 + d_j), d_j ≤ t the debugging rounds of plan j.
@@ -66,15 +66,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from maslab.answers import extract_answer
-from maslab.code_tests import TestRun, public_tests, run_tests
-from maslab.context import Context
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.method import Method, MethodConfig, register_method
-from maslab.parsing import Text, parse_model
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.kit.code_tests import TestRun, public_tests, run_tests
+from maslab.kit.parsing import Text, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 
 RETRIEVAL, PLANNING, CODING, DEBUGGING = "retrieval", "planning", "coding", "debugging"
 

@@ -8,7 +8,7 @@ Code Generation". arXiv:2604.14564 (ACL 2026). Code: github.com/TsinghuaC3I/MART
 Algorithm (K = ``agents``, budget B = ``nodes``), one expansion at a time:
 
 1. The tree starts as a bare root (no program). The public tests are the examples the task's
-   prompt shows (:func:`maslab.code_tests.public_tests`: HumanEval's doctests, MBPP's shown
+   prompt shows (:func:`maslab.kit.code_tests.public_tests`: HumanEval's doctests, MBPP's shown
    assert); the hidden tests that score the run are never used or shown.
 2. Expansion n = 1..B, two Thompson draws from the sample's random stream (``ctx.rng``):
 
@@ -21,7 +21,7 @@ Algorithm (K = ``agents``, budget B = ``nodes``), one expansion at a time:
      public-test feedback, and writes a revised program: the tree deepens).
 
 3. The new node's program (its reply's last code block, after the task's ``prompt_prefix``) is
-   run against the public tests in the sandbox (:func:`maslab.code_tests.run_tests`). Its
+   run against the public tests in the sandbox (:func:`maslab.kit.code_tests.run_tests`). Its
    score r is the fraction passed (with no public test: 1 if the code runs without error,
    else 0; a reply without code scores 0). The reward r updates, as a fractional Bernoulli
    observation (alpha += r, beta += 1 - r), the writing agent's posterior and the expanded
@@ -58,15 +58,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from maslab.agents import Agent
-from maslab.answers import extract_answer
-from maslab.code_tests import TestRun, public_tests, run_tests
-from maslab.context import Context
+from maslab.core.agents import Agent
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.method import Method, MethodConfig, register_method
-from maslab.roles import numbered
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.kit.code_tests import TestRun, public_tests, run_tests
 
 ROOT = 0
 """The root's node id: it holds no program; expanding it is the generate action."""

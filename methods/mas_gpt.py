@@ -8,7 +8,7 @@ Algorithm (per query):
 1. The generator (the paper's fine-tuned MAS-GPT model) reads the query and writes a MAS as
    Python: a function ``forward(task: str) -> str`` in which agents are model calls and messages
    are strings passed between them.
-2. The program runs in the sandbox through :func:`maslab.bridge.call_function`: its calls go to
+2. The program runs in the sandbox through :func:`maslab.kit.bridge.call_function`: its calls go to
    the run's model (the "driver" LLM) through the sample's context (budgeted, cached, in the
    ledger). ``forward``'s return value is the answer.
 
@@ -56,15 +56,15 @@ from typing import Any
 
 from pydantic import Field
 
-from maslab.answers import extract_answer
-from maslab.bridge import LIMITS, MAX_CALLS, call_function
-from maslab.context import Context
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import ModelRoles, check_model_roles, check_role_names
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.errors import BudgetExceeded
-from maslab.method import Method, MethodConfig, register_method
+from maslab.kit.bridge import LIMITS, MAX_CALLS, call_function
 from maslab.methods.cot import cot_prompt
-from maslab.roles import ModelRoles, check_model_roles, check_role_names
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 GENERATOR, PROGRAM, SOLVER = "generator", "program", "solver"
 

@@ -66,15 +66,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
-from maslab.aggregation import majority_decision
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.aggregation import majority_decision
+from maslab.kit.parsing import parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 from maslab.methods.cot import cot_prompt
-from maslab.parsing import parse_model
-from maslab.roles import numbered
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 GENERATOR, VERIFIER = "generator", "verifier"
 

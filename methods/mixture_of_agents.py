@@ -34,13 +34,13 @@ import asyncio
 
 from pydantic import Field
 
-from maslab.aggregation import majority_decision
-from maslab.context import Context
-from maslab.messages import Message
-from maslab.method import Method, MethodConfig, register_method
-from maslab.roles import numbered
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.core.context import Context
+from maslab.core.messages import Message
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.aggregation import majority_decision
 
 AGGREGATOR = "aggregator"
 

@@ -95,13 +95,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from maslab.agents import Agent
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
-from maslab.parsing import Text, as_flag, parse_model
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.core.agents import Agent
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.parsing import Text, as_flag, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 
 CONSTRAINT, PLANNER, VERIFIER, SELECTOR, EXECUTOR = (
     "constraint",

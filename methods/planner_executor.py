@@ -24,7 +24,7 @@ Deviations:
   cannot be parsed becomes a single step, the whole task (both recorded in the metadata); a
   reply without a function call, an unknown function or bad arguments yield an error
   observation and the chain goes on.
-- F is configurable (``functions``: names registered in :mod:`maslab.tools`); the default is
+- F is configurable (``functions``: names registered in :mod:`maslab.kit.tools`); the default is
   the built-in add, subtract, multiply, divide, compare and sandboxed python.
 - Prompts are our own.
 
@@ -40,14 +40,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
-from maslab.parsing import parse_model
-from maslab.roles import numbered
-from maslab.structured import json_params, object_schema, reply_call, tool_params
-from maslab.task import Solution, Task
-from maslab.tools import ToolNames, get_tools, run_tool
-from maslab.topology import Topology
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.parsing import parse_model
+from maslab.kit.structured import json_params, object_schema, reply_call, tool_params
+from maslab.kit.tools import ToolNames, get_tools, run_tool
 
 NO_CALL = "error: no function call found in the reply"
 ACTION = "action"  # the model role of the action agents action_1 .. action_n

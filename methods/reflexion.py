@@ -60,16 +60,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from maslab.agents import Agent
-from maslab.answers import extract_answer
-from maslab.code_tests import parse_tests, run_tests
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
+from maslab.core.agents import Agent
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.code_tests import parse_tests, run_tests
+from maslab.kit.parsing import Flag, Text, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 from maslab.methods.cot import cot_prompt
-from maslab.parsing import Flag, Text, parse_model
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 ACTOR, EVALUATOR, REFLECTOR = "actor", "evaluator", "reflector"
 

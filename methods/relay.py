@@ -31,10 +31,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
 from maslab.methods.collab_pair import MazeGame
-from maslab.task import Solution, Task
 
 STRONG, WEAK = "strong", "weak"
 

@@ -30,12 +30,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from maslab.aggregation import decide, majority_decision
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.kit.aggregation import decide, majority_decision
 from maslab.methods.cot import cot_prompt
-from maslab.roles import numbered
-from maslab.task import Solution, Task
 
 
 @register_method("self_consistency")

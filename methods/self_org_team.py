@@ -41,7 +41,7 @@ LLM calls: S + N, S = N·R discussion turns (``schedule="random"``: R·k, k = ``
 Budget stop: the majority vote over each member's latest turn so far (updated after every
 turn); after the final calls, the final decision.
 
-Synergy: :mod:`maslab.synergy` compares finished runs (team against each member alone, and
+Synergy: :mod:`maslab.analysis.synergy` compares finished runs (team against each member alone, and
 the conditions against each other: synergy gaps, identification and leveraging gaps). A
 member's individual run is ``condition=best_individual`` with ``expert`` set to that member
 (and no ``expert_note`` unless that member holds it).
@@ -62,14 +62,14 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from maslab.aggregation import majority_decision
-from maslab.context import Context
-from maslab.messages import Message
-from maslab.method import Method, MethodConfig, register_method
+from maslab.core.context import Context
+from maslab.core.messages import Message
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.aggregation import majority_decision
 from maslab.methods.cot import cot_prompt
-from maslab.roles import numbered
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 ROLE = "member"
 TURN, FINAL = "turn", "final"

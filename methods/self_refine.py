@@ -39,13 +39,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.parsing import Flag, Text, parse_model
+from maslab.kit.structured import STRING, json_params, object_schema
 from maslab.methods.cot import cot_prompt
-from maslab.parsing import Flag, Text, parse_model
-from maslab.structured import STRING, json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 GENERATOR, CRITIC, REFINER = "generator", "critic", "refiner"
 

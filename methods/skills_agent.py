@@ -87,16 +87,16 @@ from typing import Any, Literal, get_args
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, get_method, register_method
+from maslab.core.roles import numbered
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.method import Method, MethodConfig, get_method, register_method
+from maslab.kit.parsing import Text, parse_model
+from maslab.kit.structured import json_params, object_schema
 from maslab.methods import mad, self_refine
 from maslab.methods.exchange_of_thought import PERSONAS, paradigm_topology
-from maslab.parsing import Text, parse_model
-from maslab.roles import numbered
-from maslab.structured import json_params, object_schema
-from maslab.task import Solution, Task
-from maslab.topology import Topology
 
 AGENT, ROUTER = "agent", "router"
 SKILL_NAME = r"^[a-z][a-z0-9_]*$"

@@ -38,9 +38,9 @@ import re
 
 from pydantic import Field
 
-from maslab.context import Context
-from maslab.method import Method, MethodConfig, register_method
-from maslab.task import Solution, Task
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, register_method
+from maslab.core.task import Solution, Task
 
 # A "Final answer:" heading at the start of a line (markdown bold or heading marks allowed).
 _FINAL = re.compile(r"^[ \t>#*_]*final[ \t]+answer[ \t*_]*:", re.IGNORECASE | re.MULTILINE)

@@ -5,9 +5,9 @@ Budget stop: no answer; the single call is the answer, so there is nothing to pr
 
 from __future__ import annotations
 
-from maslab.context import Context
-from maslab.method import Method, register_method
-from maslab.task import Solution, Task
+from maslab.core.context import Context
+from maslab.core.method import Method, register_method
+from maslab.core.task import Solution, Task
 
 
 @register_method("vanilla")

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from benchkit import arguments, print_machine, print_table, write_json
 
-from maslab.stats import bootstrap_ci
+from maslab.analysis.stats import bootstrap_ci
 
 Interval = tuple[float, float]
 

@@ -17,10 +17,10 @@ from collections.abc import Awaitable, Callable
 
 from benchkit import arguments, print_machine, print_table, write_json
 
-from maslab.benchmark import get_benchmark
+from maslab.bench.benchmark import get_benchmark
+from maslab.core.task import Task
 from maslab.evaluators.code import CodeExecution
 from maslab.sandbox import arun_python
-from maslab.task import Task
 
 
 async def examined(task: Task) -> bool:

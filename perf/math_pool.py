@@ -15,8 +15,8 @@ import time
 
 from benchkit import arguments, print_machine, print_table, write_json
 
+from maslab.core.task import Task
 from maslab.evaluators.math import MathEvaluator
-from maslab.task import Task
 
 
 def typical_checks(count: int, first: int = 1) -> list[tuple[str, str]]:

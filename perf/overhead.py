@@ -37,10 +37,10 @@ from typing import Any
 from benchkit import arguments, print_machine, print_table, spread, top_functions, write_json
 
 from maslab import defaults
+from maslab.harness.runner import RunConfig, Runner
 from maslab.llm.registry import ModelSettings, register_provider
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Middleware
-from maslab.results import ResultRecord
-from maslab.runner import RunConfig, Runner
+from maslab.store.run_store import ResultRecord
 from maslab.testing import ScriptedModel
 
 REPLY = (

@@ -5,7 +5,7 @@ the bundled HumanEval, the maze-game methods `collab_maze`) on an in-process scr
 a fixed, plausible reply: a short step-by-step answer whose number is fixed per agent (so agents
 disagree and no method stops early on a consensus), a program defining the task's function
 where the prompt shows one, a move in the maze game. Each sample's requests come from its usage
-ledger in the order they were sent and are scored with :func:`maslab.prefix.prefix_reuse`: the
+ledger in the order they were sent and are scored with :func:`prefix.prefix_reuse`: the
 prompt characters in the longest prefix shared with an earlier request of the same sample, over
 all its prompt characters (messages as "role: content" lines, as a prefix cache sees the chat).
 Tokens are maslab's scripted count (words and punctuation marks), an approximation of a real
@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from benchkit import arguments, print_machine, print_table, write_json
+from prefix import PrefixReuse, prefix_reuse
 
-from maslab.benchmark import get_benchmark
-from maslab.context import Context
+from maslab.bench.benchmark import get_benchmark
+from maslab.core.context import Context
+from maslab.core.method import get_method, list_methods
+from maslab.core.task import Task
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method, list_methods
-from maslab.prefix import PrefixReuse, prefix_reuse
-from maslab.task import Task
 from maslab.testing import ScriptedModel, count_tokens, last_user_message
 
 BENCHMARKS = {  # methods for code tasks (only, or mainly) and the maze game's; others: arith

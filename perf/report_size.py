@@ -20,10 +20,10 @@ from typing import Any
 
 from benchkit import arguments, print_machine, print_table, write_json
 
+from maslab.harness.runner import RunConfig, Runner
 from maslab.llm.registry import ModelSettings, register_provider
 from maslab.llm.types import ChatModelBase, ChatRequest
 from maslab.report import build_report
-from maslab.runner import RunConfig, Runner
 from maslab.testing import ScriptedModel
 
 SPEC = "sizes:varied"

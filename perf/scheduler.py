@@ -51,10 +51,10 @@ POLICIES = ("fcfs", "progress")
 
 def measure(cell: dict[str, Any], base_url: str, out: mp.Queue) -> None:  # type: ignore[type-arg]
     """Run one cell in this (fresh) process and put its figures on ``out``."""
-    from maslab.results import ResultRecord
-    from maslab.runner import RunConfig, Runner
-    from maslab.scheduling import CallGate
-    from maslab.task import Task
+    from maslab.core.scheduling import CallGate
+    from maslab.core.task import Task
+    from maslab.harness.runner import RunConfig, Runner
+    from maslab.store.run_store import ResultRecord
 
     class Measured(Runner):
         """A runner that admits ``admit`` samples at once and notes when samples open and end."""

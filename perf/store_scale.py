@@ -19,8 +19,8 @@ from pathlib import Path
 
 from benchkit import arguments, print_machine, print_table, write_json
 
-from maslab.evaluation import Score
-from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.bench.evaluation import Score
+from maslab.store.run_store import Manifest, ResultRecord, RunStore
 
 AGENTS, ROUNDS = 3, 2
 WORDS = ("the", "answer", "follows", "from", "adding", "both", "amounts", "and", "then",
@@ -32,7 +32,7 @@ CHILD = """
 import contextlib, os, resource, sys
 with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
     if sys.argv[1] == "resume":
-        from maslab.results import RunStore
+        from maslab.store.run_store import RunStore
         store = RunStore(sys.argv[2])
         store.open(store.manifest())
         store.close()

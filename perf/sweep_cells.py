@@ -53,7 +53,7 @@ def sweep_file(directory: Path, base_url: str, limit: int) -> Path:
 
 def cell_calls(runs: Path) -> dict[str, int]:
     """Model calls per cell (method and scoring), by method label, from the run directories."""
-    from maslab.results import RunStore
+    from maslab.store.run_store import RunStore
 
     calls: dict[str, int] = {}
     for results in sorted(runs.rglob("results.jsonl")):

@@ -34,8 +34,8 @@ from benchkit import (
     write_json,
 )
 
+from maslab.harness.runner import RunConfig, Runner
 from maslab.llm import load_model
-from maslab.runner import RunConfig, Runner
 
 Profiler = cProfile.Profile | None
 REPLY = (

@@ -23,7 +23,7 @@ from pathlib import Path
 from benchkit import arguments, maslab_command, print_machine, print_table, rss_mb, write_json
 from store_scale import write_run
 
-from maslab.results import RunStore
+from maslab.store.run_store import RunStore
 
 TARGET_S = 2.0
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import orjson
 import pytest
 
+from maslab.analysis.stats import summarize
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import Method
+from maslab.core.task import Solution, Task
 from maslab.errors import BudgetExceeded, SampleEnded
-from maslab.method import Method
-from maslab.results import RunStore
-from maslab.stats import summarize
-from maslab.task import Solution, Task
+from maslab.store.run_store import RunStore
 from maslab.testing import ScriptedModel
 from maslab.testing.fake_server import FakeOpenAIServer
 

@@ -13,10 +13,11 @@ import pytest
 import yaml
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.adas import (
     ADAS,
     REFLECTION_PROMPT,
@@ -27,7 +28,6 @@ from maslab.methods.adas import (
     meta_system,
     run_agent,
 )
-from maslab.task import Task
 from maslab.testing import ScriptedModel, last_user_message
 
 INSTRUCTION = "Give your final answer as a number in the form \\boxed{N}."

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 import pytest
 import yaml
 
-from maslab.benchmark import get_benchmark
+from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.types import ChatRequest
 from maslab.methods import aflow
@@ -27,7 +28,6 @@ from maslab.methods.aflow import (
     mixed_probabilities,
     usable_code,
 )
-from maslab.task import Task
 from maslab.testing import ScriptedModel, last_user_message
 
 TASKS = [

@@ -12,11 +12,13 @@ from collections.abc import Callable
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.agentverse import (
     GENERIC_EXPERTS,
     RECRUITS_SCHEMA,
@@ -25,8 +27,6 @@ from maslab.methods.agentverse import (
     read_experts,
     read_verdict,
 )
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

@@ -1,13 +1,13 @@
-"""Answer extraction, normalisation and majority voting (maslab.answers)."""
+"""Answer extraction, normalisation and majority voting (maslab.core.answers)."""
 
 from __future__ import annotations
 
 import pytest
 
-from maslab.aggregation import answer_key
-from maslab.answers import Vote, extract_answer, majority_vote, normalize_answer
+from maslab.core.answers import Vote, extract_answer, majority_vote, normalize_answer
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.task import Task
+from maslab.kit.aggregation import answer_key
 
 EXTRACT_CASES = [
     # --- boxed ---

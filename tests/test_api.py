@@ -18,15 +18,15 @@ import pytest
 
 import maslab
 from maslab import ConfigError, MaslabError, RunResult, load_run
+from maslab.analysis.run_result import SAMPLE_COLUMNS
+from maslab.api import _run_blocking, run_config
 from maslab.cli import main
 from maslab.config_files import apply_overrides
+from maslab.core.method import Method, MethodConfig
+from maslab.core.task import Solution
 from maslab.defaults import DEMO_MODEL
-from maslab.harness import _run_blocking, run_config
-from maslab.method import Method, MethodConfig
 from maslab.methods.llm_debate import LLMDebate
-from maslab.results import ResultRecord
-from maslab.run_result import SAMPLE_COLUMNS
-from maslab.task import Solution
+from maslab.store.run_store import ResultRecord
 from maslab.testing.fake_server import FakeOpenAIServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"

@@ -9,10 +9,12 @@ import json
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool
-from maslab.method import get_method
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods import autogen as autogen_module
 from maslab.methods.autogen import (
     ASSISTANT,
@@ -23,8 +25,6 @@ from maslab.methods.autogen import (
     nudge,
 )
 from maslab.sandbox import BACKEND_VARIABLE
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

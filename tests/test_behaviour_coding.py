@@ -8,10 +8,13 @@ import re
 import orjson
 import pytest
 
+from maslab.analysis.run_result import load_run
+from maslab.api import run_config
+from maslab.bench.evaluation import Score, get_evaluator
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.evaluation import Score, get_evaluator
 from maslab.evaluators.behaviour_coding import (
     BEHAVIOURS,
     BehaviourCodingEvaluator,
@@ -20,14 +23,11 @@ from maslab.evaluators.behaviour_coding import (
     read_codes,
 )
 from maslab.evaluators.numeric import NumericEvaluator
-from maslab.harness import run_config
+from maslab.harness.runner import Runner
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.free_discussion import FreeDiscussion
-from maslab.results import ResultRecord
-from maslab.run_result import load_run
-from maslab.runner import Runner
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
+from maslab.store.run_store import ResultRecord
 
 TASK = Task(id="t1", question="What is 6 * 7?", gold="42", answer_type="number")
 ALL_FALSE = dict.fromkeys(BEHAVIOURS, False)

@@ -1,4 +1,5 @@
-"""Benchmark loaders, data sources and the benchmark registry (maslab.benchmark, maslab.data,
+"""Benchmark loaders, data sources and the benchmark registry (maslab.bench.benchmark,
+maslab.bench.data,
 benchmarks/)."""
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from maslab.answers import extract_answer
-from maslab.benchmark import Benchmark, choice_order, get_benchmark, list_benchmarks
-from maslab.data import data_path, fetch, import_file, read_records
+from maslab.bench.benchmark import Benchmark, choice_order, get_benchmark, list_benchmarks
+from maslab.bench.data import data_path, fetch, import_file, read_records
+from maslab.core.answers import extract_answer
 from maslab.errors import ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"

@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 import pytest
 
 from maslab.benchmarks.collab_maze import CollabMaze, format_route
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Solution, Task
 from maslab.evaluators.collab_maze import parse_route
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
-from maslab.task import Solution, Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

@@ -1,4 +1,4 @@
-"""Model calls from sandboxed code (maslab.bridge): counted in the sample's ledger and cached, a
+"""Model calls from sandboxed code (maslab.kit.bridge): counted in the sample's ledger and cached, a
 budget overrun inside the program stops it, the program cannot read the parent's environment or
 open a socket, a program that abuses the channel or dies mid-call leaves the run healthy, and
 its refused requests and failed calls are counted in the sample's trace and triage signals."""
@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 
 import maslab
-from maslab import bridge_client
-from maslab.bridge import MAX_REFUSED, ProgramRun, run_with_llm
-from maslab.context import Budget, Context
+from maslab.analysis.triage import signals
+from maslab.core.context import Budget, Context
 from maslab.errors import BudgetExceeded, ConfigError, LLMError
+from maslab.harness.samples import trace
+from maslab.kit import bridge_client
+from maslab.kit.bridge import MAX_REFUSED, ProgramRun, run_with_llm
 from maslab.llm import registry
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.registry import register_provider
 from maslab.llm.types import ChatRequest, Completion
-from maslab.results import ResultRecord
-from maslab.samples import trace
 from maslab.sandbox import (
     BACKEND_VARIABLE,
     CHANNEL_VARIABLE,
@@ -34,8 +34,8 @@ from maslab.sandbox import (
     arun_python,
     protections,
 )
+from maslab.store.run_store import ResultRecord
 from maslab.testing import ScriptedModel, last_user_message
-from maslab.triage import signals
 
 SHORT = Limits(wall_seconds=20, cpu_seconds=10)
 # A guard against a hang, not a measure of speed: far above what a run takes on a busy machine.
@@ -402,7 +402,7 @@ async def test_the_client_file_is_reserved_and_needs_a_channel():
         "    print(error)\n"
     )
     result = await arun_python(program, files={"maslab_bridge.py": source})
-    assert result.stdout == "no model channel: run this program with maslab.bridge\n"
+    assert result.stdout == "no model channel: run this program with maslab.kit.bridge\n"
 
 
 async def test_a_program_leaving_with_replies_unread_leaves_the_run_healthy():

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import itertools
 
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.endpoints import Endpoint
 from maslab.llm.registry import ModelPool
-from maslab.method import get_method
-from maslab.task import Task
+from maslab.llm.scripted import ScriptedModel
 from maslab.testing.fake_server import FakeOpenAIServer
-from maslab.testing.scripted import ScriptedModel
 
 
 def numbered_answers():

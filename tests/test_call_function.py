@@ -1,4 +1,4 @@
-"""maslab.bridge.call_function: a function of model-written code, called in the sandbox by our
+"""maslab.kit.bridge.call_function: a function of model-written code, called in the sandbox by our
 driver; its value is the answer, its prints and forged reports never are, and every way of not
 answering is an error a model can read."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from maslab.bridge import MODULE_FILE, FunctionCall, call_function
-from maslab.context import Context
+from maslab.core.context import Context
 from maslab.errors import ConfigError
+from maslab.kit.bridge import MODULE_FILE, FunctionCall, call_function
 from maslab.llm.types import ChatRequest
 from maslab.sandbox import Limits
 from maslab.testing import ScriptedModel, last_user_message

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from maslab.context import _RESUME_STEPS, Context
+from maslab.core.context import _RESUME_STEPS, Context
+from maslab.core.task import Task
 from maslab.errors import RequestRejected, ServerError
 from maslab.evaluators import numeric
 from maslab.llm import cache as cache_module
@@ -22,9 +23,8 @@ from maslab.llm import retry as retry_module
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.ledger import CallRecord, UsageLedger
 from maslab.llm.retry import Retrying, RetryPolicy
+from maslab.llm.scripted import ScriptedModel
 from maslab.llm.types import Completion, FunctionCall, TokenLogprob, Usage, make_request
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel
 
 NO_WAIT = RetryPolicy(attempts=3, initial_wait=0, max_wait=0)
 

@@ -9,10 +9,12 @@ import json
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool
-from maslab.method import get_method
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.camel import (
     DONE,
     Camel,
@@ -21,8 +23,6 @@ from maslab.methods.camel import (
     parse_choice,
     user_kickoff,
 )
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 import maslab
-from maslab.benchmark import get_benchmark
+from maslab.bench.benchmark import get_benchmark
+from maslab.bench.data import data_path, import_file
+from maslab.bench.evaluation import get_evaluator
 from maslab.benchmarks.discrim_eval_open import (
     DEFAULT_PROBABILITIES,
     PROBABILITY_INSTRUCTION,
@@ -20,13 +22,11 @@ from maslab.benchmarks.discrim_eval_open import (
     read_choice_reply,
 )
 from maslab.cli import main
-from maslab.context import Context
-from maslab.data import data_path, import_file
+from maslab.core.context import Context
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.evaluation import get_evaluator
 from maslab.evaluators.choice_bias import ChoiceBias, bias_summary, gini, metrics
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel
+from maslab.llm.scripted import ScriptedModel
 
 FIXTURE = Path(__file__).parent / "fixtures" / "benchmarks" / "discrim_eval_open.json"
 LOG2_3 = math.log2(3)

@@ -16,11 +16,11 @@ import pytest
 from holding import AnswerThenHold
 from rich.console import Console
 
+from maslab.analysis.stats import summarize
+from maslab.bench.evaluation import Score
 from maslab.cli import main
-from maslab.evaluation import Score
-from maslab.progress import RunProgress
-from maslab.results import ResultRecord, RunStore
-from maslab.stats import summarize
+from maslab.harness.progress import RunProgress
+from maslab.store.run_store import ResultRecord, RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"

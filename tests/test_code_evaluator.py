@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from maslab.evaluation import get_evaluator
+from maslab.bench.evaluation import get_evaluator
+from maslab.core.task import Task
 from maslab.evaluators.code import CodeExecution
 from maslab.sandbox import Limits
-from maslab.task import Task
 
 PROMPT = '''from typing import List
 

@@ -14,9 +14,9 @@ import asyncio
 
 import pytest
 
+from maslab.core.task import Task
 from maslab.evaluators.code import CodeExecution
 from maslab.sandbox import Limits
-from maslab.task import Task
 
 PROMPT = '''def poly(xs: list, x: float) -> float:
     """The polynomial with coefficients ``xs`` at ``x``."""

@@ -3,8 +3,8 @@ sandboxed run whose report the candidate cannot forge."""
 
 from __future__ import annotations
 
-from maslab.code_tests import public_tests, run_tests
-from maslab.task import Task
+from maslab.core.task import Task
+from maslab.kit.code_tests import public_tests, run_tests
 
 HUMANEVAL_PROMPT = '''from typing import List
 

@@ -8,18 +8,18 @@ import json
 import pytest
 
 import maslab.methods.relay  # noqa: F401
-from maslab.benchmark import get_benchmark
+from maslab.bench.benchmark import get_benchmark
+from maslab.bench.evaluation import get_evaluator
 from maslab.benchmarks.collab_maze import HIDDEN, CollabMaze, Maze, maze_of
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.evaluation import get_evaluator
 from maslab.evaluators.collab_maze import CollabMazeEvaluator, outcome, parse_route
 from maslab.llm import ModelPool
-from maslab.method import get_method
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.collab_pair import CRITIC, RELAY_SYSTEM
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 # A hand-made 4x4 maze; shortest route: down, down, right, right, right (a = 5).
 GRID = ["@.#.", ".#..", "...*", "#.#."]

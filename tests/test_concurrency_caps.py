@@ -11,7 +11,7 @@ from maslab.llm.openai_compat import OpenAIHTTP
 from maslab.llm.pool import Balanced
 from maslab.llm.registry import ModelPool, load_model
 from maslab.llm.types import ChatModelBase, Middleware
-from maslab.results import RunStore
+from maslab.store.run_store import RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
 

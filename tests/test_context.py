@@ -7,12 +7,12 @@ import asyncio
 import pytest
 
 from maslab.config_files import load_yaml
-from maslab.context import Budget, Context, derive_seed
+from maslab.core.context import Budget, Context, derive_seed
 from maslab.errors import BudgetExceeded, ConfigError, ServerError
 from maslab.llm.endpoints import load_endpoints
 from maslab.llm.registry import load_model
+from maslab.llm.scripted import ScriptedModel, ScriptError
 from maslab.llm.types import ChatModelBase
-from maslab.testing.scripted import ScriptedModel, ScriptError
 
 
 async def test_call_budget_raises_before_the_extra_call():

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from maslab.cli import main
-from maslab.results import RunStore
+from maslab.store.run_store import RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
 GSM8K = Path(__file__).parent / "fixtures" / "cli" / "gsm8k_small.jsonl"

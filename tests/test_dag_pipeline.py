@@ -10,14 +10,14 @@ import re
 import pytest
 
 from maslab.benchmarks.discrim_eval_open import PROBABILITY_INSTRUCTION, REPLY_SCHEMA
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.dag_pipeline import ANSWER_SCHEMA, DAGPipeline
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
-from maslab.topologies import preset
+from maslab.methods.dag_pipeline.topologies import preset
 
 SCENARIO = Task(
     id="s1",

@@ -1,11 +1,17 @@
-"""Splitting a run over workers (maslab.distributed): shares that add up to the whole, the
+"""Splitting a run over workers (maslab.harness.distributed): shares that add up to the whole, the
 endpoints table each worker slot uses, and shards."""
 
 from __future__ import annotations
 
 import pytest
 
-from maslab.distributed import SHARD_SAMPLES, plan_shards, share, split_endpoints, usable_slots
+from maslab.harness.distributed import (
+    SHARD_SAMPLES,
+    plan_shards,
+    share,
+    split_endpoints,
+    usable_slots,
+)
 from maslab.llm.endpoints import endpoints_table
 
 

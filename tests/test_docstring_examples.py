@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from maslab.benchmark import _BENCHMARKS, Benchmark
-from maslab.evaluation import _EVALUATORS, Evaluator
-from maslab.method import _METHODS, Method
+from maslab.bench.benchmark import _BENCHMARKS, Benchmark
+from maslab.bench.evaluation import _EVALUATORS, Evaluator
+from maslab.core.method import _METHODS, Method
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

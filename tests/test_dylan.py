@@ -11,10 +11,12 @@ from collections.abc import Callable
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.dylan import (
     DEFAULT_TEAM,
     DyLAN,
@@ -23,8 +25,6 @@ from maslab.methods.dylan import (
     read_update,
     system_prompt,
 )
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from math_hooks import MEET_S, meeting_check
 
-from maslab.agreement import Agreement, compare_evaluators, format_agreement
+from maslab.analysis.agreement import Agreement, compare_evaluators, format_agreement
+from maslab.bench.evaluation import Evaluator, Score, Scorer, get_evaluator, list_evaluators
+from maslab.core.task import Task
 from maslab.errors import ConfigError, LLMError
-from maslab.evaluation import Evaluator, Score, Scorer, get_evaluator, list_evaluators
 from maslab.evaluators import math as math_evaluators
 from maslab.evaluators.llm_judge import NO_ANSWER, LLMJudgeEvaluator, parse_verdict
 from maslab.evaluators.math import MathEvaluator
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel
+from maslab.llm.scripted import ScriptedModel
 
 CORRECT, WRONG, UNPARSED = "correct", "wrong", "unparsed"
 
@@ -296,8 +296,8 @@ def test_math_timeout_must_be_a_positive_number(timeout_s):
 
 def test_a_run_resumes_under_another_math_worker_count(tmp_path, capsys):
     """``workers`` changes how checks run, never a score: not part of the run's identity."""
+    from maslab.api import run_config
     from maslab.cli import main
-    from maslab.harness import run_config
 
     base = ["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2", "--model",
             "scripted:echo", "--evaluator", "math", "--no-cache", "--quiet"]  # fmt: skip

@@ -10,9 +10,11 @@ import json
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.llm.registry import ModelPool
-from maslab.method import get_method
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.evomac import (
     FIRST_SUBTASK,
     FIX_SUBTASK,
@@ -22,8 +24,6 @@ from maslab.methods.evomac import (
     merge_programs,
     read_team,
 )
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="c1",

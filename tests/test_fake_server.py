@@ -11,8 +11,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from maslab.llm.scripted import Script, count_prompt_tokens, count_tokens
 from maslab.testing.fake_server import FakeOpenAIServer
-from maslab.testing.scripted import Script, count_prompt_tokens, count_tokens
 
 MESSAGES = [
     {"role": "system", "content": "You are terse."},

@@ -6,15 +6,15 @@ from itertools import pairwise
 
 import pytest
 
+from maslab.analysis.run_result import load_run
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.llm.scripted import ScriptedModel
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.free_discussion import CUE, SYSTEM, FreeDiscussion
-from maslab.run_result import load_run
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel
 
 TASK = Task(
     id="t1",

@@ -13,12 +13,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from maslab.benchmark import get_benchmark
+from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.kit.learning import EdgeStep
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.graph_grpo import (
     DEFAULT_ROLES,
     FEATURES,
@@ -26,9 +29,6 @@ from maslab.methods.graph_grpo import (
     query_features,
     system_prompt,
 )
-from maslab.policy import EdgeStep
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

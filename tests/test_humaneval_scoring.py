@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 
-from maslab.benchmark import get_benchmark
+from maslab.bench.benchmark import get_benchmark
+from maslab.core.task import Task
 from maslab.evaluators.code import CodeExecution
-from maslab.task import Task
 
 SHIFTED = """
 

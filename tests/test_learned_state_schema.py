@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from maslab.benchmark import get_benchmark
+from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import Method, get_method
 from maslab.errors import ConfigError
 from maslab.llm.types import ChatRequest
-from maslab.method import Method, get_method
 from maslab.methods.adas import ArchivedAgent, seed_agent
 from maslab.methods.aflow import Workflow, seed_workflow
 from maslab.testing import ScriptedModel

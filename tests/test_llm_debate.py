@@ -6,11 +6,11 @@ import itertools
 
 import pytest
 
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import get_method, list_methods
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.method import get_method, list_methods
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
+from maslab.llm.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

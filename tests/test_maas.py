@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.cot import cot_prompt
 from maslab.methods.maas import (
     EARLY_EXIT,
@@ -26,9 +28,7 @@ from maslab.methods.maas import (
     query_features,
     step_prompt,
 )
-from maslab.results import RunStore
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
+from maslab.store.run_store import RunStore
 
 TASK = Task(
     id="t1",

@@ -10,11 +10,13 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.mapcoder import (
     CONFIDENCE_SCHEMA,
     RECALL_SCHEMA,
@@ -23,8 +25,6 @@ from maslab.methods.mapcoder import (
     read_recall,
     read_score,
 )
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 HIDDEN = "assert add(2, 2) == 4  # HIDDEN-TEST"
 TASK = Task(

@@ -12,14 +12,14 @@ import re
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool
+from maslab.llm.scripted import ScriptedModel
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.mars2_search import ROOT, Mars2Search, generate_prompt
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel
 
 STUB = 'def add(a, b):\n    """Add.\n    >>> add(1, 2)\n    3\n    >>> add(0, 0)\n    0\n    """\n'
 TASK = Task(

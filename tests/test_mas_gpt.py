@@ -12,16 +12,16 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.registry import ModelPool
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.cot import cot_prompt
 from maslab.methods.mas_gpt import EXAMPLES, MasGpt, generator_system, query_prompt
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from maslab.cli import main
-from maslab.method import get_method, list_methods
+from maslab.core.method import get_method, list_methods
 from maslab.plugins import origin
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")

@@ -8,15 +8,15 @@ import json
 import orjson
 import pytest
 
-from maslab.answers import extract_answer
 from maslab.cli import main
-from maslab.context import Context
-from maslab.method import get_method
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods import mad, self_consistency  # noqa: F401  (importing registers them)
 from maslab.methods.cot import cot_prompt
 from maslab.methods.exchange_of_thought import PERSONAS, confidence
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

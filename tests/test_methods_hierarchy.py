@@ -8,12 +8,12 @@ import random
 import pytest
 
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.method import get_method
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods import conductor, planner_executor  # noqa: F401
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

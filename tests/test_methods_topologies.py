@@ -10,12 +10,12 @@ import re
 import pytest
 
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.method import get_method
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods import goagent, macnet  # noqa: F401 (registers the methods)
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

@@ -7,13 +7,13 @@ import re
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.llm.scripted import ScriptedModel
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.mixture_of_agents import MixtureOfAgents, synthesis_system
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel
 
 TASK = Task(
     id="t1",

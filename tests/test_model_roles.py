@@ -9,22 +9,22 @@ from pathlib import Path
 import orjson
 import pytest
 
-from maslab.benchmark import get_benchmark
+from maslab.analysis.stats import summarize
+from maslab.bench.benchmark import get_benchmark
 from maslab.cli import build_parser, main
 from maslab.cli.run import run_config
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import get_method
+from maslab.core.roles import agent_settings, check_model_roles, parse_model_roles
+from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.harness.runner import RunConfig, Runner
+from maslab.harness.sweep import load_sweep
 from maslab.llm.ledger import CallRecord
 from maslab.llm.registry import ModelPool
-from maslab.method import get_method
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.llm_debate import LLMDebate
-from maslab.results import RunStore
-from maslab.roles import agent_settings, check_model_roles, parse_model_roles
-from maslab.runner import RunConfig, Runner
-from maslab.stats import summarize
-from maslab.sweep import load_sweep
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
+from maslab.store.run_store import RunStore
 
 GSM8K = Path(__file__).parent / "fixtures" / "cli" / "gsm8k_small.jsonl"
 MAIN, OTHER = "scripted:main", "scripted:other"

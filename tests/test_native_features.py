@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from maslab.context import Context
+from maslab.core.context import Context
 from maslab.errors import ConfigError, MalformedResponse, RequestRejected
 from maslab.llm.cache import ResponseCache
 from maslab.llm.endpoints import Endpoint, load_endpoints
@@ -260,7 +260,7 @@ async def test_local_models_reject_tools_they_would_ignore(tmp_path):
 
 
 def test_the_report_shows_a_cut_reply_and_tool_calls():
-    from maslab.call_html import call_html
+    from maslab.report.call_html import call_html
 
     record = {"agent": "a", "response": "", "finish_reason": "length",
               "tool_calls": [{"id": "c", "name": "add", "arguments": '{"a": "<1>"}'}]}  # fmt: skip

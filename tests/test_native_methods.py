@@ -7,18 +7,18 @@ import json
 
 import pytest
 
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.messages import Message
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.evaluators.llm_judge import VERDICT_SCHEMA as JUDGE_SCHEMA
 from maslab.evaluators.llm_judge import LLMJudgeEvaluator
-from maslab.messages import Message
-from maslab.method import get_method
+from maslab.kit.structured import json_params, reply_call, tool_params
+from maslab.kit.tools import ToolCall, get_tools
 from maslab.methods.conductor import FINAL
 from maslab.methods.mad import RULING_SCHEMA, VERDICT_SCHEMA
 from maslab.methods.planner_executor import PLAN_SCHEMA
-from maslab.structured import json_params, reply_call, tool_params
-from maslab.task import Task
 from maslab.testing import Reply, ScriptedModel, last_user_message
-from maslab.tools import ToolCall, get_tools
 
 TASK = Task(id="t1", question="What is 6 * 7?", answer_type="number", gold="42")
 NATIVE = ["structured_output", "tools"]

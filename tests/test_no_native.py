@@ -5,14 +5,14 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from maslab.api import run_config
 from maslab.cli import main
-from maslab.harness import run_config
+from maslab.harness.runner import Runner
+from maslab.kit.structured import json_params, tool_params
+from maslab.kit.tools import get_tools
 from maslab.llm import registry
 from maslab.llm.registry import ModelPool, register_provider
-from maslab.runner import Runner
-from maslab.structured import json_params, tool_params
 from maslab.testing import ScriptedModel
-from maslab.tools import get_tools
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_the_cli_flag_is_recorded_and_names_its_own_directory(tmp_path, monkeypa
 
 
 def test_a_sweep_file_turns_native_features_off_for_every_cell(tmp_path):
-    from maslab.sweep import load_sweep
+    from maslab.harness.sweep import load_sweep
 
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(

@@ -9,7 +9,7 @@ from secrets import token_hex
 import orjson
 import pytest
 
-from maslab.context import Context
+from maslab.core.context import Context
 from maslab.errors import (
     ConfigError,
     LLMError,

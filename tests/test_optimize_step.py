@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 import maslab
+from maslab.api import run_config
 from maslab.benchmarks.arith import generate
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import Method, MethodConfig, get_method, register_method
+from maslab.core.task import Solution, Task
 from maslab.errors import ConfigError, MaslabError
-from maslab.harness import run_config
-from maslab.method import Method, MethodConfig, get_method, register_method
-from maslab.results import RunStore
-from maslab.runner import OptimizationFailed
-from maslab.sweep import load_sweep
-from maslab.task import Solution, Task
+from maslab.harness.runner import OptimizationFailed
+from maslab.harness.sweep import load_sweep
+from maslab.store.run_store import RunStore
 
 OPTIMIZE_RUNS: list[str] = []  # the sample id of every optimize call, across the tests
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from maslab.parsing import as_text, parse_json_object, parse_model
+from maslab.kit.parsing import as_text, parse_json_object, parse_model
 
 
 class Verdict(BaseModel):

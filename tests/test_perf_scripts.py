@@ -22,6 +22,7 @@ PERF = ROOT / "perf"
 # modules in perf/ that are not measurements of their own
 NOT_SCRIPTS = {
     "benchkit.py": "the library the scripts share",
+    "prefix.py": "the prefix-reuse arithmetic prefix_reuse.py scores with",
     "maslab_style.py": "the driver sweep_vs_bound.py runs (both its methods) in a process",
 }
 

@@ -117,7 +117,7 @@ def test_the_example_tool_serves_a_tool_using_method(example_site, tmp_path):
     probe = (
         "import asyncio\n"
         "from maslab import get_method\n"
-        "from maslab.tools import get_tools\n"
+        "from maslab.kit.tools import get_tools\n"
         "get_method('conductor')(tools=['count_letter'])\n"
         "(tool,) = get_tools(['count_letter'])\n"
         "print(asyncio.run(tool.run(word='strawberry', letter='r')))\n"
@@ -230,8 +230,9 @@ def test_import_takes_a_dotted_name_from_the_current_directory(
 
 
 def test_list_copes_with_plugin_code_that_fails(monkeypatch, capsys):
-    from maslab import benchmark, tools
-    from maslab.benchmark import Benchmark
+    from maslab.bench import benchmark
+    from maslab.bench.benchmark import Benchmark
+    from maslab.kit import tools
 
     def failing() -> tools.Tool:
         raise RuntimeError("no tool today")

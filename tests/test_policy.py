@@ -1,4 +1,4 @@
-"""maslab.policy: exact update arithmetic, estimators, learning on toy problems, JSON."""
+"""maslab.kit.learning: exact update arithmetic, estimators, learning on toy problems, JSON."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import textwrap
 import numpy as np
 import pytest
 
-import maslab.policy
+import maslab.kit.learning
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.policy import (
+from maslab.kit.learning import (
     ChoicePolicy,
     EdgePolicy,
     EdgeStep,
@@ -20,7 +21,6 @@ from maslab.policy import (
     policy_rng,
     sigmoid,
 )
-from maslab.topology import Topology
 
 NODES = ["a", "b", "c"]
 BAD = ("b", "c")  # the adversarial edge of the toy graph problem
@@ -233,4 +233,4 @@ def test_malformed_json_is_a_one_line_error():
 
 
 def test_the_policy_module_example_runs():
-    exec(textwrap.dedent(maslab.policy.__doc__.split("Example::")[1]), {})
+    exec(textwrap.dedent(maslab.kit.learning.__doc__.split("Example::")[1]), {})

@@ -9,7 +9,7 @@ import pytest
 
 from maslab.errors import RateLimited
 from maslab.llm.pool import Limited
-from maslab.testing.scripted import ScriptedModel
+from maslab.llm.scripted import ScriptedModel
 
 
 async def test_rpm_limits_the_request_rate():

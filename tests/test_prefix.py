@@ -1,10 +1,14 @@
-"""Prefix reuse over a sample's prompts (maslab.prefix), on hand-computed cases."""
+"""Prefix reuse over a sample's prompts (perf/prefix.py, perf-only), on hand-computed cases."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
-from maslab.prefix import PrefixReuse, common_prefix, prefix_reuse, reused_prefixes, serialize
+sys.path.insert(0, str(Path(__file__).parents[1] / "perf"))
+from prefix import PrefixReuse, common_prefix, prefix_reuse, reused_prefixes, serialize
 
 SYSTEM = {"role": "system", "content": "Be brief."}
 

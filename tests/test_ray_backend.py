@@ -19,15 +19,15 @@ import orjson
 import pytest
 
 import maslab
+from maslab.api import ray_cluster
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import MethodConfig, register_method
+from maslab.core.task import Solution, Task
 from maslab.errors import ConfigError
-from maslab.harness import ray_cluster
-from maslab.method import MethodConfig, register_method
+from maslab.harness.ray_backend import ATTEMPTS, WorkersLost
 from maslab.methods.vanilla import Vanilla
-from maslab.ray_backend import ATTEMPTS, WorkersLost
-from maslab.results import RunStore
-from maslab.task import Solution, Task
+from maslab.store.run_store import RunStore
 from maslab.testing import FakeOpenAIServer
 
 ray = pytest.importorskip("ray")

@@ -8,7 +8,7 @@ What llama-cpp-python's server (0.3.x) does, as these tests pin down:
   ``{"type": "json_schema", ...}`` fails validation, reported as HTTP 500. An endpoint with
   ``structured_output: json_object`` makes maslab send the schema in the first form. The
   grammar lets raw control characters (a newline) into strings, which strict JSON forbids, so
-  replies are read with ``strict=False``, as :mod:`maslab.parsing` reads them.
+  replies are read with ``strict=False``, as :mod:`maslab.kit.parsing` reads them.
 * with the GGUF's own chat template (the default): a tool call only when ``tool_choice`` names
   the function (its arguments held to the schema by a grammar); ``auto`` and ``required`` yield
   plain text. The template renders ``tool`` turns, so a round trip reaches the model.
@@ -37,15 +37,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.task import Task
 from maslab.errors import ConfigError, LLMConnectionError, RequestRejected, ServerError
 from maslab.evaluators.llm_judge import LLMJudgeEvaluator
+from maslab.kit.structured import json_params, object_schema
 from maslab.llm.endpoints import Endpoint
 from maslab.llm.local import resolve_gguf
 from maslab.llm.registry import load_model
 from maslab.llm.retry import RetryPolicy
-from maslab.structured import json_params, object_schema
-from maslab.task import Task
 
 TRANSPORTS = ["http", "sdk"]
 STARTUP_S = 120.0

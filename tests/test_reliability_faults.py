@@ -11,7 +11,7 @@ import re
 import time
 
 from maslab.cli import main
-from maslab.results import SPENT_KEYS, ResultRecord, RunStore
+from maslab.store.run_store import SPENT_KEYS, ResultRecord, RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
 FAULTS = {"429": 0.2, "500": 0.05, "hang": 0.02, "malformed": 0.01, "empty_choices": 0.01}

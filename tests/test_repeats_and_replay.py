@@ -12,12 +12,12 @@ import orjson
 import pytest
 
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.local import LocalModel, _Engine
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
-from maslab.task import Task
 from maslab.testing import ScriptedModel
 from maslab.testing.fake_server import FakeOpenAIServer
 

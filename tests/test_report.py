@@ -10,10 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from maslab.evaluation import Score
+from maslab.bench.evaluation import Score
+from maslab.core.topology import Topology
 from maslab.report import build_report
-from maslab.results import Manifest, ResultRecord, RunStore
-from maslab.topology import Topology
+from maslab.store.run_store import Manifest, ResultRecord, RunStore
 
 USAGE = {"calls": 2, "prompt_tokens": 300, "completion_tokens": 50, "cached_prompt_tokens": 0}
 # a mixed team: one call on each model

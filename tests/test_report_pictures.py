@@ -10,12 +10,12 @@ from html import unescape
 from pathlib import Path
 from typing import Any
 
-from maslab.evaluation import Score
+from maslab.bench.evaluation import Score
+from maslab.core.topology import Topology
 from maslab.report import build_report
-from maslab.report_figures import MAX_TOPOLOGIES
-from maslab.report_plots import place_numbers
-from maslab.results import Manifest, ResultRecord, RunStore
-from maslab.topology import Topology
+from maslab.report.figures import MAX_TOPOLOGIES
+from maslab.report.plots import place_numbers
+from maslab.store.run_store import Manifest, ResultRecord, RunStore
 
 DEBATE = {"agents": 2, "rounds": 2, "aggregate": "majority"}
 AGENTS = ("a", "b")

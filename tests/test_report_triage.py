@@ -10,11 +10,11 @@ from typing import Any
 
 from test_report_pictures import tbody, text
 
-from maslab.evaluation import Score
+from maslab.analysis.triage import SIGNALS, signals
+from maslab.bench.evaluation import Score
 from maslab.report import build_report
-from maslab.report_triage import TOP
-from maslab.results import Manifest, ResultRecord, RunStore
-from maslab.triage import SIGNALS, signals
+from maslab.report.triage import TOP
+from maslab.store.run_store import Manifest, ResultRecord, RunStore
 
 AGENTS = ("a", "b")
 

@@ -13,12 +13,19 @@ import orjson
 import pytest
 from rich.console import Console
 
+from maslab.analysis.stats import summarize
+from maslab.api import default_out
+from maslab.bench.evaluation import Score
 from maslab.errors import ConfigError
-from maslab.evaluation import Score
-from maslab.harness import default_out
-from maslab.results import SUPERSEDED, Manifest, ResultRecord, RunLocked, RunStore, partial_file
-from maslab.show import show_task
-from maslab.stats import summarize
+from maslab.report.show import show_task
+from maslab.store.run_store import (
+    SUPERSEDED,
+    Manifest,
+    ResultRecord,
+    RunLocked,
+    RunStore,
+    partial_file,
+)
 
 MANIFEST = Manifest(method="vanilla", benchmark="gsm8k", model="scripted:echo", evaluator="numeric")
 
@@ -262,7 +269,7 @@ def test_one_writer_per_run_directory(tmp_path):
     with pytest.raises(RunLocked, match=held):
         RunStore(tmp_path).open(MANIFEST)
     script = (
-        "import sys\nfrom maslab.results import Manifest, RunStore\n"
+        "import sys\nfrom maslab.store.run_store import Manifest, RunStore\n"
         f"manifest = Manifest.model_validate_json({MANIFEST.model_dump_json()!r})\n"
         "RunStore(sys.argv[1]).open(manifest)\n"
     )

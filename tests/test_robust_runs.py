@@ -9,11 +9,11 @@ from pathlib import Path
 import orjson
 import pytest
 
+from maslab.analysis.stats import error_causes, summarize
 from maslab.cli import main
 from maslab.errors import ConfigError
-from maslab.results import MANIFEST, RESULTS, ResultRecord, RunStore, write_atomically
-from maslab.runner import RunConfig, Runner
-from maslab.stats import error_causes, summarize
+from maslab.harness.runner import RunConfig, Runner
+from maslab.store.run_store import MANIFEST, RESULTS, ResultRecord, RunStore, write_atomically
 from maslab.testing.fake_server import FakeOpenAIServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"
@@ -206,8 +206,8 @@ def test_an_evaluator_failure_is_that_samples_error_not_the_runs(tmp_path, monke
 
 
 def test_check_gold_is_a_typed_error_from_python():
+    from maslab.core.task import Task
     from maslab.evaluators.choice import ChoiceEvaluator
-    from maslab.task import Task
 
     task = Task(id="q1", question="?", gold="Z", choices=("a", "b", "c"))
     with pytest.raises(ConfigError, match="q1: gold 'Z' is not an option letter"):
@@ -239,7 +239,7 @@ def test_an_unreachable_endpoint_stops_the_run_early_and_says_why(tmp_path, caps
 def test_a_line_cut_short_by_a_full_disk_is_taken_back(tmp_path):
     import io
 
-    from maslab.results import _append_whole
+    from maslab.store.run_store import _append_whole
 
     class FillsUp(io.BytesIO):
         def write(self, data: bytes) -> int:

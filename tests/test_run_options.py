@@ -16,10 +16,10 @@ import typing
 from pydantic import BaseModel
 
 import maslab
-from maslab import harness
+from maslab import api as harness
 from maslab.cli import build_parser
-from maslab.context import Sampling
-from maslab.sweep import Sweep
+from maslab.core.context import Sampling
+from maslab.harness.sweep import Sweep
 
 CLI, PYTHON, SWEEP = "maslab run", "evaluate", "sweep file"
 EVERYWHERE = frozenset({CLI, PYTHON, SWEEP})

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from maslab.benchmark import get_benchmark
+from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
 from maslab.errors import RateLimited, RequestRejected
 from maslab.llm.pool import Balanced, Limited

@@ -191,7 +191,7 @@ def test_the_parents_environment_is_out_of_reach_through_proc(backend, monkeypat
     assert result.status == "ok" and canary not in result.stdout + result.stderr
     me, parent = seen["me"]
     assert seen["pids"] == [1, me] and parent == 1  # the launcher's init and the program
-    assert Path(seen["init"]).name == "sandbox_launcher.py"
+    assert Path(seen["init"]).name == "launcher.py"
     assert seen["found"] == []
     assert seen["readable"] >= 3  # its own environ and cmdline, the init's cmdline: it did look
     assert processes_in(namespace) == []

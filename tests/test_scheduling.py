@@ -10,16 +10,16 @@ import zlib
 import pytest
 
 from maslab import defaults
+from maslab.api import run_config
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.context import Context
+from maslab.core.scheduling import POLICIES, CallGate, Policy
 from maslab.errors import ConfigError
-from maslab.harness import run_config
+from maslab.harness.runner import RunConfig, Runner
+from maslab.harness.sweep import load_sweep
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.runner import RunConfig, Runner
-from maslab.scheduling import POLICIES, CallGate, Policy
-from maslab.sweep import load_sweep
 from maslab.testing import FakeOpenAIServer
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 
 async def _settle() -> None:

@@ -16,7 +16,6 @@ from maslab.cli import main
 from maslab.errors import LLMError, ServerError
 from maslab.llm.registry import load_model
 from maslab.llm.retry import RetryPolicy
-from maslab.results import Manifest, ResultRecord, RunStore
 from maslab.secrets import (
     MARKER,
     redact,
@@ -25,6 +24,7 @@ from maslab.secrets import (
     register_secret,
     scrub,
 )
+from maslab.store.run_store import Manifest, ResultRecord, RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
 

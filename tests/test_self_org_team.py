@@ -13,14 +13,17 @@ from itertools import pairwise
 import pytest
 
 import maslab
-from maslab.benchmark import get_benchmark
+from maslab.analysis.synergy import condition_gaps, synergy
+from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
-from maslab.context import Budget, Context, derive_seed
+from maslab.core.context import Budget, Context, derive_seed
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm import registry
 from maslab.llm.registry import register_provider
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method
 from maslab.methods.cot import cot_prompt
 from maslab.methods.self_org_team import (
     SelfOrgTeam,
@@ -29,9 +32,6 @@ from maslab.methods.self_org_team import (
     reveal_note,
     turn_prompt,
 )
-from maslab.synergy import condition_gaps, synergy
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from maslab import shard
 from maslab.cli import main
-from maslab.results import RunStore
-from maslab.shard import shard_tasks
+from maslab.harness import shard
+from maslab.harness.shard import shard_tasks
+from maslab.store.run_store import RunStore
 
 # dylan draws its agents' order from ctx.rng, so its prompts show whether the draws match
 RUN = ["run", "--method", "dylan", "--benchmark", "arith", "--limit", "7", "--repeats", "2",
@@ -156,7 +156,7 @@ def test_a_whole_run_is_not_a_shard(whole: Path, shards: list[Path], tmp_path: P
 
 
 def test_default_shard_directory_is_beside_the_whole_run() -> None:
-    from maslab.harness import run_config
+    from maslab.api import run_config
 
     whole = Path(run_config("dylan", "arith", "scripted:echo").out)
     shard = Path(run_config("dylan", "arith", "scripted:echo", shard="2/4").out)

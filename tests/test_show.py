@@ -6,9 +6,9 @@ import io
 
 from rich.console import Console
 
-from maslab.evaluation import Score
-from maslab.results import Manifest, ResultRecord, RunStore
-from maslab.show import show_run
+from maslab.bench.evaluation import Score
+from maslab.report.show import show_run
+from maslab.store.run_store import Manifest, ResultRecord, RunStore
 
 
 def _run(tmp_path, task_ids: list[str]) -> RunStore:

@@ -9,11 +9,14 @@ import json
 import pytest
 
 from maslab.cli import main
-from maslab.context import Budget, Context
+from maslab.core.context import Budget, Context
+from maslab.core.method import get_method, list_methods
+from maslab.core.task import Task
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.method import get_method, list_methods
 from maslab.methods.skills_agent import (
     DEFAULT_LIBRARY,
     STRUCTURES,
@@ -27,9 +30,6 @@ from maslab.methods.skills_agent import (
     read_choice,
     sections,
 )
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
-from maslab.topology import Topology
 
 TASK = Task(
     id="t1",

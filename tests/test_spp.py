@@ -5,15 +5,15 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from maslab.answers import extract_answer
 from maslab.cli import main
-from maslab.context import Context
+from maslab.core.answers import extract_answer
+from maslab.core.context import Context
+from maslab.core.method import get_method
+from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.registry import ModelPool
-from maslab.method import get_method
+from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.spp import DEMONSTRATIONS, SPP, final_section, personas, spp_prompt
-from maslab.task import Task
-from maslab.testing.scripted import ScriptedModel, last_user_message
 
 TASK = Task(
     id="t1",

@@ -31,7 +31,7 @@ def test_a_public_name_loads_on_first_use():
 
 def test_looking_a_method_up_imports_its_module_only():
     code = (
-        "import sys\nfrom maslab.method import get_method\nget_method('vanilla')\n"
+        "import sys\nfrom maslab.core.method import get_method\nget_method('vanilla')\n"
         "print(sorted(m for m in sys.modules if m.startswith('maslab.methods.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -39,7 +39,7 @@ def test_looking_a_method_up_imports_its_module_only():
 
 
 def test_listing_still_finds_every_bundled_method():
-    from maslab.method import list_methods
+    from maslab.core.method import list_methods
 
     assert {"vanilla", "llm_debate", "goagent", "mas_gpt"} <= set(list_methods())
 

@@ -8,10 +8,8 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from maslab import stats
-from maslab.evaluation import Score
-from maslab.results import ResultRecord
-from maslab.stats import (
+from maslab.analysis import stats
+from maslab.analysis.stats import (
     bootstrap_ci,
     clustered_interval,
     mcnemar_exact,
@@ -22,6 +20,8 @@ from maslab.stats import (
     summarize,
     wilson_interval,
 )
+from maslab.bench.evaluation import Score
+from maslab.store.run_store import ResultRecord
 
 
 def record(task: str, correct: bool, repeat: int = 0, **fields) -> ResultRecord:

@@ -9,7 +9,7 @@ import pytest
 
 from maslab.cli import main
 from maslab.cli.run import YOUNG_GENERATION
-from maslab.runner import Runner
+from maslab.harness.runner import Runner
 
 SWEEP = """out: {out}
 models: [scripted:echo]

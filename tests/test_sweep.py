@@ -12,8 +12,8 @@ import pytest
 import maslab
 from maslab.cli import main
 from maslab.errors import ConfigError
-from maslab.runner import Runner
-from maslab.sweep import load_sweep, parse_only, select
+from maslab.harness.runner import Runner
+from maslab.harness.sweep import load_sweep, parse_only, select
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"
 GSM8K = FIXTURES / "gsm8k_small.jsonl"

@@ -17,8 +17,8 @@ from holding import AnswerThenHold
 from rich.console import Console
 
 from maslab.cli import main
-from maslab.progress import RunProgress, run_lines
-from maslab.results import ResultRecord, RunStore
+from maslab.harness.progress import RunProgress, run_lines
+from maslab.store.run_store import ResultRecord, RunStore
 from maslab.testing import FakeOpenAIServer
 
 LABELS = ("a", "b", "c", "d")  # four vanilla cells of the same tasks

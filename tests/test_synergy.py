@@ -1,4 +1,5 @@
-"""The synergy arithmetic of maslab.synergy, exact: plain mappings, run records, repeats."""
+"""The synergy arithmetic of maslab.analysis.synergy, exact: plain mappings, run records,
+repeats."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from fractions import Fraction
 
 import pytest
 
+from maslab.analysis.synergy import Synergy, condition_gaps, relative_gap, synergy, task_scores
+from maslab.bench.evaluation import Score
 from maslab.errors import ConfigError
-from maslab.evaluation import Score
-from maslab.results import ResultRecord
-from maslab.synergy import Synergy, condition_gaps, relative_gap, synergy, task_scores
+from maslab.store.run_store import ResultRecord
 
 
 def record(task: str, correct: bool | None, repeat: int = 0) -> ResultRecord:

@@ -1,12 +1,12 @@
-"""maslab.tools: JSON tool calls in plain text, error observations, built-in tools."""
+"""maslab.kit.tools: JSON tool calls in plain text, error observations, built-in tools."""
 
 from __future__ import annotations
 
 import pytest
 
 from maslab.errors import BudgetExceeded, ConfigError
+from maslab.kit.tools import Tool, ToolCall, get_tools, parse_tool_call, python_tool, run_tool
 from maslab.sandbox import Limits
-from maslab.tools import Tool, ToolCall, get_tools, parse_tool_call, python_tool, run_tool
 
 ARITHMETIC = get_tools(["add", "subtract", "multiply", "divide", "compare"])
 

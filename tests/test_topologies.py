@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import pytest
 
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.topologies import PERSONAS, PRESETS, chain, ffn, iteration, parallel, preset, spindle
-from maslab.topology import Topology
+from maslab.methods.dag_pipeline.topologies import (
+    PERSONAS,
+    PRESETS,
+    chain,
+    ffn,
+    iteration,
+    parallel,
+    preset,
+    spindle,
+)
 
 # The spec's visibility lists (methods.md A8), written out as reader: [what it reads].
 SPINDLE = {

@@ -1,4 +1,4 @@
-"""Tests for maslab.topology."""
+"""Tests for maslab.core.topology."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import random
 import networkx as nx
 import pytest
 
+from maslab.core.messages import Message, Transcript
+from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.messages import Message, Transcript
-from maslab.topology import Topology
 
 
 def assert_layers_respect_edges(topology: Topology) -> None:

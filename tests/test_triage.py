@@ -9,27 +9,27 @@ import orjson
 import pytest
 
 import maslab
-from maslab.benchmark import get_benchmark
-from maslab.cli import main
-from maslab.context import Context
-from maslab.errors import ConfigError, LLMError, ServerError
-from maslab.evaluation import Score
-from maslab.llm import registry
-from maslab.llm.cache import Cached, ResponseCache
-from maslab.llm.registry import register_provider
-from maslab.llm.retry import Retrying, RetryPolicy
-from maslab.llm.types import ChatRequest
-from maslab.results import Manifest, ResultRecord, RunStore
-from maslab.samples import trace as trace_line
-from maslab.testing.scripted import ScriptedModel
-from maslab.trajectory import (
+from maslab.analysis.trajectory import (
     final_answer,
     final_answers,
     round_answers,
     turns,
     vote_tally,
 )
-from maslab.triage import ANSWER_SIGNALS, SIGNALS, rank, signals, token_outliers
+from maslab.analysis.triage import ANSWER_SIGNALS, SIGNALS, rank, signals, token_outliers
+from maslab.bench.benchmark import get_benchmark
+from maslab.bench.evaluation import Score
+from maslab.cli import main
+from maslab.core.context import Context
+from maslab.errors import ConfigError, LLMError, ServerError
+from maslab.harness.samples import trace as trace_line
+from maslab.llm import registry
+from maslab.llm.cache import Cached, ResponseCache
+from maslab.llm.registry import register_provider
+from maslab.llm.retry import Retrying, RetryPolicy
+from maslab.llm.scripted import ScriptedModel
+from maslab.llm.types import ChatRequest
+from maslab.store.run_store import Manifest, ResultRecord, RunStore
 
 PER_SAMPLE = [name for name in SIGNALS if name != "token_outlier"]
 DEBATERS = ("debater_1", "debater_2", "debater_3")

@@ -30,13 +30,13 @@ from holding import AnswerThenHold
 from rich.console import Console
 
 from maslab import ConfigError, Context, get_benchmark, get_method, load_model
+from maslab.bench.evaluation import Score
 from maslab.cli import main
-from maslab.evaluation import Score
-from maslab.method import Method, list_methods
-from maslab.progress import RunProgress
-from maslab.results import ResultRecord, RunStore
+from maslab.core.method import Method, list_methods
+from maslab.harness.progress import RunProgress
+from maslab.report.show import show_task
 from maslab.sandbox import BACKEND_VARIABLE
-from maslab.show import show_task
+from maslab.store.run_store import ResultRecord, RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"
@@ -465,7 +465,7 @@ def test_explicit_default_server_bypasses_the_endpoints_file(monkeypatch):
 
 
 def test_list_methods_copes_with_a_plugin_without_a_docstring(monkeypatch, capsys):
-    from maslab import method
+    from maslab.core import method
 
     list_methods()  # discover the bundled methods first
     plugin = type("NoDoc", (Method,), {})

@@ -16,9 +16,9 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from viewer_runs import ODD_ID, PAYLOAD, debate_trace, write_run
 
+from maslab.bench.evaluation import Score
 from maslab.cli import main
-from maslab.evaluation import Score
-from maslab.results import Manifest, ResultRecord, RunStore
+from maslab.store.run_store import Manifest, ResultRecord, RunStore
 from maslab.viewer.app import make_app
 from maslab.viewer.runs import Run
 from maslab.viewer.search import search

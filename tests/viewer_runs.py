@@ -7,8 +7,8 @@ from pathlib import Path
 
 import orjson
 
-from maslab.evaluation import Score
-from maslab.results import RESULTS, Manifest, ResultRecord, RunStore
+from maslab.bench.evaluation import Score
+from maslab.store.run_store import RESULTS, Manifest, ResultRecord, RunStore
 
 # model text that would run script if the viewer did not escape it
 PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 1">'

@@ -18,7 +18,7 @@ from maslab.paths import default_response_cache
 from maslab.plugins import describe, origin
 
 if TYPE_CHECKING:
-    from maslab.benchmark import Benchmark
+    from maslab.bench.benchmark import Benchmark
 
 
 def _summary(obj: object) -> str:
@@ -40,8 +40,8 @@ def _method_text(cls: type) -> str:
 
 def _benchmark_rows() -> list[tuple[str, object, str]]:
     """Each benchmark with whether its test split works offline, and how to add it if not."""
-    from maslab.benchmark import get_benchmark, list_benchmarks
-    from maslab.data import data_path
+    from maslab.bench.benchmark import get_benchmark, list_benchmarks
+    from maslab.bench.data import data_path
 
     rows = []
     for name in list_benchmarks():
@@ -62,7 +62,7 @@ def _benchmark_rows() -> list[tuple[str, object, str]]:
 
 def _tool_rows() -> list[tuple[str, object, str]]:
     """Each tool with its description (its factory is plugin code: a failing one still lists)."""
-    from maslab.tools import tool_factories
+    from maslab.kit.tools import tool_factories
 
     rows = []
     for name, factory in tool_factories().items():
@@ -106,7 +106,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     module) and what it is."""
     rows: list[tuple[str, object, str]]
     if args.what == "methods":
-        from maslab.method import get_method, list_methods
+        from maslab.core.method import get_method, list_methods
 
         rows = []
         for name in list_methods():
@@ -115,7 +115,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif args.what == "benchmarks":
         rows = _benchmark_rows()
     elif args.what == "evaluators":
-        from maslab.evaluation import get_evaluator, list_evaluators
+        from maslab.bench.evaluation import get_evaluator, list_evaluators
 
         rows = [(n, get_evaluator(n), _summary(get_evaluator(n))) for n in list_evaluators()]
     elif args.what == "tools":
@@ -136,7 +136,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_data(args: argparse.Namespace) -> int:
-    from maslab import data
+    from maslab.bench import data
 
     name = args.benchmark
     if args.action != "import" and args.file is not None:
@@ -161,7 +161,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 def _no_data_file(name: str, split: str, path: Path) -> str:
     """Why benchmark ``name`` has no cached file for ``split``, and how to add one."""
-    from maslab.benchmark import get_benchmark
+    from maslab.bench.benchmark import get_benchmark
 
     bench = get_benchmark(name)()
     if split in bench.splits and bench.packaged_records(split) is not None:

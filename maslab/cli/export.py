@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
+from maslab.analysis.run_result import SAMPLE_COLUMNS, load_run
 from maslab.cli.console import console, output_file
 from maslab.errors import ConfigError
-from maslab.results import write_atomically
-from maslab.run_result import SAMPLE_COLUMNS, load_run
+from maslab.store.run_store import write_atomically
 
 
 def _csv(rows: list[dict[str, Any]]) -> bytes:

@@ -9,7 +9,7 @@ from typing import Any
 
 from maslab.cli.console import console, number, output_file
 from maslab.errors import ConfigError, MaslabError
-from maslab.results import existing_run
+from maslab.store.run_store import existing_run
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -34,7 +34,7 @@ def _load_prices(path: Path) -> dict[str, tuple[float, float]]:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from maslab.show import show_run, show_task
+    from maslab.report.show import show_run, show_task
 
     store = existing_run(args.run)
     if args.task_id is None:
@@ -45,7 +45,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from maslab.stats import paired_comparison, summarize
+    from maslab.analysis.stats import paired_comparison, summarize
 
     a, b = existing_run(args.run_a), existing_run(args.run_b)
     ma, mb = a.manifest(), b.manifest()
@@ -90,10 +90,10 @@ _SAME_DATA = ("benchmark", "split", "dataset_hash", "benchmark_options")
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
-    from maslab.agreement import compare_evaluators, format_agreement
-    from maslab.benchmark import get_benchmark
-    from maslab.evaluation import get_evaluator
-    from maslab.sweep import judge_options, unused_judge
+    from maslab.analysis.agreement import compare_evaluators, format_agreement
+    from maslab.bench.benchmark import get_benchmark
+    from maslab.bench.evaluation import get_evaluator
+    from maslab.harness.sweep import judge_options, unused_judge
 
     store = existing_run(args.run)
     options_a = judge_options(args.evaluator_a, args.judge_model)

@@ -15,13 +15,13 @@ from rich.markup import escape
 
 from maslab import defaults
 from maslab.cli.console import COUNT, RunStopped, console, import_option, number
+from maslab.core.scheduling import POLICIES
 from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
-from maslab.scheduling import POLICIES
 
 if TYPE_CHECKING:
-    from maslab.ray_backend import RayCluster
-    from maslab.run_result import RunResult
-    from maslab.runner import RunConfig, Runner
+    from maslab.analysis.run_result import RunResult
+    from maslab.harness.ray_backend import RayCluster
+    from maslab.harness.runner import RunConfig, Runner
 
 
 # the run options as error messages spell them
@@ -33,8 +33,8 @@ FLAGS = {"config": "--config", "bench_options": "--bench-option", "judge_model":
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:
-    """The validated config of ``maslab run``'s options (see :func:`maslab.harness.run_config`)."""
-    from maslab.harness import run_config
+    """The validated config of ``maslab run``'s options (see :func:`maslab.api.run_config`)."""
+    from maslab.api import run_config
 
     if not args.model:
         console.print(
@@ -99,10 +99,10 @@ def steady_heap() -> Iterator[None]:
 
 
 def execute(runner: Runner, *, quiet: bool = False, report: bool = False) -> RunResult:
-    """Run one validated :class:`Runner` (see :func:`maslab.harness.execute`) with a progress
+    """Run one validated :class:`Runner` (see :func:`maslab.api.execute`) with a progress
     bar unless ``quiet``, on a :func:`steady_heap` (and on its cluster's workers, if it has
     one); print its summary; return the run."""
-    from maslab import harness
+    from maslab import api as harness
 
     cluster = runner.cluster.running(runner.config) if runner.cluster else nullcontext()
     try:
@@ -124,7 +124,7 @@ def execute(runner: Runner, *, quiet: bool = False, report: bool = False) -> Run
 def headline(result: RunResult, label: str | None = None) -> str:
     """The summary's first line: the run (``label``, by default method · benchmark · model)
     and its accuracy and sample counts."""
-    from maslab.run_result import run_label
+    from maslab.analysis.run_result import run_label
 
     s = result.summary
     return (
@@ -165,7 +165,7 @@ def print_summary(result: RunResult, label: str | None = None) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from maslab.runner import Runner
+    from maslab.harness.runner import Runner
 
     result = execute(Runner(run_config(args), cluster=cluster(args)), quiet=args.quiet, report=True)
     return 1 if result.summary.errors else 0
@@ -281,7 +281,7 @@ def run_options(p: argparse.ArgumentParser) -> None:
 
 def backend_options(p: argparse.ArgumentParser, *, what: str) -> None:
     """``--backend`` and Ray's options, for ``run`` and ``sweep``."""
-    from maslab.harness import BACKENDS
+    from maslab.api import BACKENDS
 
     p.add_argument(
         "--backend",
@@ -306,8 +306,8 @@ def backend_options(p: argparse.ArgumentParser, *, what: str) -> None:
 
 
 def cluster(args: argparse.Namespace) -> RayCluster | None:
-    """The Ray cluster ``--backend`` asks for, or None (see :func:`maslab.harness.ray_cluster`)."""
-    from maslab.harness import ray_cluster
+    """The Ray cluster ``--backend`` asks for, or None (see :func:`maslab.api.ray_cluster`)."""
+    from maslab.api import ray_cluster
 
     return ray_cluster(
         args.backend, address=args.address, workers=args.workers, shards=args.shards, flags=FLAGS
@@ -315,8 +315,8 @@ def cluster(args: argparse.Namespace) -> RayCluster | None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from maslab.results import RunStore
-    from maslab.shard import merge
+    from maslab.harness.shard import merge
+    from maslab.store.run_store import RunStore
 
     out = merge(args.shards, args.out, partial=args.partial)
     console.print(f"merged {len(args.shards)} shards into {out}")

@@ -20,9 +20,9 @@ from maslab.errors import ConfigError, MaslabError
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from maslab.run_result import RunResult
-    from maslab.runner import Runner, SharedResources
-    from maslab.sweep import Cell
+    from maslab.analysis.run_result import RunResult
+    from maslab.harness.runner import Runner, SharedResources
+    from maslab.harness.sweep import Cell
 
 Failure = tuple["Cell", str, str]  # the cell, when it failed, why
 Outcome = tuple["Cell", "RunResult | None", str]  # the cell, its run, why it failed (or "")
@@ -31,9 +31,9 @@ Outcome = tuple["Cell", "RunResult | None", str]  # the cell, its run, why it fa
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Exit 0 when every cell ran cleanly, 1 when some failed (the table says which and why),
     2 for a mistake in the file or the options, or when no cell could start."""
+    from maslab.harness.runner import Runner, SharedResources
+    from maslab.harness.sweep import load_sweep, select
     from maslab.report import build_report
-    from maslab.runner import Runner, SharedResources
-    from maslab.sweep import load_sweep, select
 
     sweep = load_sweep(args.file, models=args.model)
     if args.concurrency is not None:
@@ -94,8 +94,8 @@ def _run_cells(
 async def _cells(
     ready: list[tuple[Cell, Runner]], shared: SharedResources, max_cells: int, *, quiet: bool
 ) -> list[Outcome]:
-    from maslab.progress import run_lines
-    from maslab.runner import all_or_first_failure
+    from maslab.harness.progress import run_lines
+    from maslab.harness.runner import all_or_first_failure
 
     slots = asyncio.Semaphore(max_cells)  # cells start in the file's order as slots free up
     lines = None if quiet else run_lines()
@@ -119,7 +119,7 @@ async def _cell(cell: Cell, runner: Runner, lines: Progress | None) -> Outcome:
     """Run one cell (a line in ``lines``, unless None) and print its summary; a cell that
     fails (an endpoint that cannot be reached, a directory holding another run) is an
     outcome, not a stop."""
-    from maslab import harness
+    from maslab import api as harness
 
     try:
         result = await harness.execute(

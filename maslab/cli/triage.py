@@ -1,4 +1,5 @@
-"""``maslab triage``: a run's samples ranked by their triage signals (see :mod:`maslab.triage`),
+"""``maslab triage``: a run's samples ranked by their triage signals (see
+:mod:`maslab.analysis.triage`),
 the transcripts worth reading first."""
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from maslab.analysis.triage import SIGNALS, Flagged, assess, order
 from maslab.cli.console import COUNT, console
 from maslab.errors import one_line
-from maslab.results import existing_run
-from maslab.triage import SIGNALS, Flagged, assess, order
+from maslab.store.run_store import existing_run
 
 _HEADERS = ("task", "rep", "status", "ok", "signals", "fired")
 _RIGHT = {"rep", "signals"}

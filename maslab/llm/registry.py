@@ -132,7 +132,7 @@ def _local(name: str, settings: ModelSettings) -> ChatModelBase:
 @register_provider("scripted")
 def _scripted(name: str, settings: ModelSettings) -> ChatModelBase:
     """Deterministic answers for tests and demos: echo, or a .json/.yaml script file."""
-    from maslab.testing.scripted import ScriptedModel, load_script
+    from maslab.llm.scripted import ScriptedModel, load_script
 
     return ScriptedModel(load_script(name), name=f"scripted:{name}")
 

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from maslab.lazy import lazy_exports
 
 if TYPE_CHECKING:  # each name below loads on first use (see maslab.lazy)
-    from maslab.testing.fake_server import FAULTS, FakeOpenAIServer
-    from maslab.testing.scripted import (
+    from maslab.llm.scripted import (
         Reply,
         Script,
         ScriptedCall,
@@ -26,21 +25,22 @@ if TYPE_CHECKING:  # each name below loads on first use (see maslab.lazy)
         echo,
         last_user_message,
     )
+    from maslab.testing.fake_server import FAULTS, FakeOpenAIServer
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "FAULTS": "maslab.testing.fake_server",
         "FakeOpenAIServer": "maslab.testing.fake_server",
-        "Reply": "maslab.testing.scripted",
-        "Script": "maslab.testing.scripted",
-        "ScriptedCall": "maslab.testing.scripted",
-        "ScriptedModel": "maslab.testing.scripted",
-        "ScriptError": "maslab.testing.scripted",
-        "count_prompt_tokens": "maslab.testing.scripted",
-        "count_tokens": "maslab.testing.scripted",
-        "echo": "maslab.testing.scripted",
-        "last_user_message": "maslab.testing.scripted",
+        "Reply": "maslab.llm.scripted",
+        "Script": "maslab.llm.scripted",
+        "ScriptedCall": "maslab.llm.scripted",
+        "ScriptedModel": "maslab.llm.scripted",
+        "ScriptError": "maslab.llm.scripted",
+        "count_prompt_tokens": "maslab.llm.scripted",
+        "count_tokens": "maslab.llm.scripted",
+        "echo": "maslab.llm.scripted",
+        "last_user_message": "maslab.llm.scripted",
     },
 )
 

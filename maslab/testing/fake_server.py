@@ -1,7 +1,7 @@
 """A fake OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
 
-It answers from a :class:`~maslab.testing.scripted.Script` (text, or a
-:class:`~maslab.testing.scripted.Reply` with tool calls; the script sees the request's tools and
+It answers from a :class:`~maslab.llm.scripted.Script` (text, or a
+:class:`~maslab.llm.scripted.Reply` with tool calls; the script sees the request's tools and
 response format), can add latency and inject faults (rate limits, server errors, hangs, broken
 bodies), and counts what it served::
 
@@ -37,8 +37,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from maslab.llm.types import ChatRequest, make_request
-from maslab.testing.scripted import (
+from maslab.llm.scripted import (
     _TOKEN,
     Reply,
     Script,
@@ -49,6 +48,7 @@ from maslab.testing.scripted import (
     count_tokens,
     echo,
 )
+from maslab.llm.types import ChatRequest, make_request
 
 BACKLOG = 2048  # pending connections the listening socket queues (aiohttp's default is 128)
 FAULTS = ("429", "500", "503", "400", "hang", "malformed", "empty_choices")

@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiohttp import web
 from yarl import URL
 
+from maslab.analysis.triage import SIGNALS
 from maslab.errors import ConfigError
-from maslab.results import Key
 from maslab.secrets import redact
-from maslab.triage import SIGNALS
+from maslab.store.run_store import Key
 from maslab.viewer import pages
 from maslab.viewer.filters import Filters, select, whole_number
 from maslab.viewer.runs import Run

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import urlencode
 
-from maslab.results import Key, ResultRecord
+from maslab.store.run_store import Key, ResultRecord
 from maslab.viewer.runs import OUTCOMES, Run, outcome, signals_of
 
 PAGE_SIZE = 50

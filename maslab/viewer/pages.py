@@ -13,11 +13,11 @@ from itertools import groupby
 from typing import Any
 from urllib.parse import urlencode
 
-from maslab.call_html import call_html
-from maslab.results import ResultRecord
-from maslab.roles import describe_model_roles
-from maslab.stats import Summary
-from maslab.trajectory import has_answers, round_answers, vote_tally
+from maslab.analysis.stats import Summary
+from maslab.analysis.trajectory import has_answers, round_answers, vote_tally
+from maslab.core.roles import describe_model_roles
+from maslab.report.call_html import call_html
+from maslab.store.run_store import ResultRecord
 from maslab.viewer.filters import PAGE_SIZE, Filters
 from maslab.viewer.runs import OUTCOMES, Run, outcome, signals_of
 

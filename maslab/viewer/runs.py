@@ -9,9 +9,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from maslab import trace_index
-from maslab.results import RESULTS, TRACES, Key, Manifest, ResultRecord, RunStore, existing_run
-from maslab.stats import Summary, summarize
+from maslab.analysis.stats import Summary, summarize
+from maslab.store import trace_index
+from maslab.store.run_store import (
+    RESULTS,
+    TRACES,
+    Key,
+    Manifest,
+    ResultRecord,
+    RunStore,
+    existing_run,
+)
 
 OUTCOMES = ("correct", "wrong", "unparsed", "error")
 SEARCHES_KEPT = 16  # per run: paging through a search's results does not scan again

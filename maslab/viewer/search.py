@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from maslab.results import Key
-from maslab.trace_index import trace_key
+from maslab.store.run_store import Key
+from maslab.store.trace_index import trace_key
 
 
 def _texts(trace: Mapping[str, Any]) -> Iterator[str]:

@@ -21,7 +21,7 @@ Algorithm:
      new one (the likeliest edge if none, so the graph stays connected). ``optimize`` trains
      it by REINFORCE on validation accuracy minus ``sparsity`` per chosen group and edge (an
      information-bottleneck-like pressure towards small graphs), with the batch mean as
-     baseline (:mod:`maslab.policy`; draws from a generator seeded by the run seed). The
+     baseline (:mod:`maslab.kit.learning`; draws from a generator seeded by the run seed). The
      trained policies, with the pools they were trained on, are the method's learned state
      (``maslab run --optimize-on``) and are also written to ``selector_path`` if set, which a
      later instance loads.
@@ -71,11 +71,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from maslab.aggregation import llm_aggregate, majority_decision
-from maslab.context import Context
-from maslab.evaluation import Scorer
-from maslab.messages import Message
-from maslab.method import Method, MethodConfig, MethodState, register_method
+from maslab.bench.evaluation import Scorer
+from maslab.core.context import Context
+from maslab.core.messages import Message
+from maslab.core.method import Method, MethodConfig, MethodState, register_method
+from maslab.core.task import Solution, Task
+from maslab.core.topology import Topology
+from maslab.kit.aggregation import llm_aggregate, majority_decision
+from maslab.kit.learning import mean_baseline, policy_rng
+from maslab.kit.parsing import parse_json_object
 from maslab.methods.goagent.execution import agent_graph, agent_prompt, split_by_order
 from maslab.methods.goagent.policy import SELECTOR_FORMAT, GroupPolicy, GroupPolicyState
 from maslab.methods.goagent.pool import (
@@ -93,11 +97,7 @@ from maslab.methods.goagent.selection import (
     selector_prompt,
     validate_selection,
 )
-from maslab.parsing import parse_json_object
-from maslab.policy import mean_baseline, policy_rng
-from maslab.results import write_atomically
-from maslab.task import Solution, Task
-from maslab.topology import Topology
+from maslab.store.run_store import write_atomically
 
 __all__ = ["GoAgent"]
 

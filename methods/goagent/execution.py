@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from maslab.messages import Message
+from maslab.core.messages import Message
+from maslab.core.task import Task
+from maslab.core.topology import Topology
 from maslab.methods.goagent.pool import Group
 from maslab.methods.goagent.selection import Selection
-from maslab.task import Task
-from maslab.topology import Topology
 
 
 def agent_graph(pool: Sequence[Group], selection: Selection) -> Topology:

@@ -1,5 +1,5 @@
 """GoAgent's learned selector: a per-domain policy over groups and edges (see
-:mod:`maslab.policy`), trained by REINFORCE."""
+:mod:`maslab.kit.learning`), trained by REINFORCE."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from maslab.errors import ConfigError
-from maslab.methods.goagent.pool import Group, groups_from
-from maslab.methods.goagent.selection import Selection
-from maslab.policy import (
+from maslab.kit.learning import (
     ChoicePolicy,
     ChoicePolicyState,
     ChoiceStep,
@@ -21,6 +19,8 @@ from maslab.policy import (
     EdgePolicyState,
     EdgeStep,
 )
+from maslab.methods.goagent.pool import Group, groups_from
+from maslab.methods.goagent.selection import Selection
 
 SELECTOR_FORMAT = "goagent-selector/2"
 END = "<end>"  # the option that stops adding groups

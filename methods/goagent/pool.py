@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from maslab.core.topology import Template
 from maslab.errors import ConfigError
-from maslab.parsing import parse_json_object
-from maslab.topology import Template
+from maslab.kit.parsing import parse_json_object
 
 
 class Group(BaseModel):

@@ -9,8 +9,8 @@ from typing import Any
 
 import networkx as nx
 
+from maslab.core.task import Task
 from maslab.methods.goagent.pool import Group
-from maslab.task import Task
 
 DEFAULT_GROUPS = 2
 

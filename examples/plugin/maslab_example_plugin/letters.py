@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 from maslab import ConfigError, Context, Score, Task
-from maslab.benchmark import NumberBenchmark
-from maslab.evaluation import Evaluator, gold_of
-from maslab.tools import Tool
+from maslab.bench.benchmark import NumberBenchmark
+from maslab.bench.evaluation import Evaluator, gold_of
+from maslab.kit.tools import Tool
 
 WORDS = ("strawberry", "banana", "mississippi", "bookkeeper", "committee", "parallel",
          "assessment", "referee", "balloon", "coffee", "letter", "occurrence")  # fmt: skip

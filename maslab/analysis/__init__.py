@@ -1,0 +1,2 @@
+"""Reading finished runs: statistics over tasks, triage signals, trajectories, behaviour-coding
+agreement, synergy gaps, and RunResult."""

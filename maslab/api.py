@@ -1,0 +1,455 @@
+"""Runs from Python: the one path that ``maslab run``, ``maslab sweep`` and :func:`evaluate`
+share.
+
+:func:`run_config` turns keyword options into a validated :class:`RunConfig` (the CLI's run
+options, with Python names) and :func:`execute` opens or resumes its directory, runs what is
+left and reads the result back. So ``maslab.evaluate("llm_debate", "arith", limit=5)`` checks
+the same things, uses the same defaults and writes to (or resumes) the same directory as
+``maslab run --method llm_debate --benchmark arith --limit 5``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import hashlib
+import logging
+import re
+import sys
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+
+import orjson
+from pydantic import ValidationError
+
+from maslab import defaults
+from maslab.analysis.run_result import RunResult, run_label
+from maslab.bench.benchmark import get_benchmark
+from maslab.bench.evaluation import check_evaluator_options, identity_options
+from maslab.config_files import apply_overrides, validation_message
+from maslab.core.method import Method, get_method
+from maslab.core.roles import parse_model_roles, role_models
+from maslab.core.scheduling import Policy
+from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
+from maslab.errors import ConfigError, MaslabError
+from maslab.harness.runner import RunConfig, Runner
+from maslab.harness.shard import parse_shard, shard_out
+from maslab.harness.sweep import judge_options, unused_judge
+from maslab.llm.registry import check_model
+from maslab.paths import default_response_cache
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from maslab.harness.ray_backend import RayCluster
+
+Overrides = Mapping[str, Any] | Sequence[str]
+Backend = Literal["local", "ray"]  # where samples are solved: this process, or Ray workers
+BACKENDS: tuple[Backend, ...] = ("local", "ray")
+
+log = logging.getLogger(__name__)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60]
+
+
+def default_out(config: Mapping[str, Any]) -> Path:
+    """A stable directory per run identity, so running the same run again resumes it."""
+    keys = ("method", "method_config", "benchmark", "benchmark_options", "split", "model",
+            "sampling", "seed", "evaluator", "data", "shuffle", "max_calls", "max_tokens",
+            "max_seconds")  # fmt: skip
+    identity = {k: config.get(k) for k in keys}
+    if config.get("model_roles"):  # only when set: runs without keep their directories
+        identity["model_roles"] = config["model_roles"]
+    if config.get("native") is False:  # likewise
+        identity["native"] = False
+    evaluator = config.get("evaluator") or get_benchmark(config["benchmark"]).evaluator
+    if scoring := identity_options(evaluator, config.get("evaluator_options") or {}):
+        identity["evaluator_options"] = scoring  # likewise: other judges, other scores
+    if config.get("optimize_on"):  # likewise: another optimisation, another learned state
+        identity["optimize"] = [config["optimize_on"], config.get("optimize_limit")]
+    digest = hashlib.sha256(
+        orjson.dumps(identity, option=orjson.OPT_SORT_KEYS, default=str)
+    ).hexdigest()[:8]
+    name = f"{_slug(config['method'])}__{_slug(config['model'])}__{digest}"
+    return Path("runs") / _slug(config["benchmark"]) / name
+
+
+def _method_settings(method: str | Method | type[Method]) -> tuple[str, dict[str, Any]]:
+    """The registered name of ``method`` and its settings (the defaults, or an instance's)."""
+    if isinstance(method, str):
+        cls = get_method(method)
+    else:
+        cls = method if isinstance(method, type) else type(method)
+        if not issubclass(cls, Method):
+            raise ConfigError(
+                f"method must be a method name, or a Method class or instance; got {method!r}"
+            )
+        if not cls.name or get_method(cls.name) is not cls:
+            raise ConfigError(
+                f"{cls.__qualname__} is not registered: decorate it with "
+                "@register_method('<name>'), so the run's manifest can name it"
+            )
+    settings = method.config if isinstance(method, Method) else cls.Config()
+    return cls.name, settings.model_dump(mode="json")
+
+
+def run_config(
+    method: str | Method | type[Method],
+    benchmark: str,
+    model: str | None = None,
+    *,
+    split: str = defaults.SPLIT,
+    data: str | Path | None = None,
+    limit: int | None = None,
+    shuffle: bool = False,
+    repeats: int = defaults.REPEATS,
+    seed: int = defaults.SEED,
+    concurrency: int = defaults.CONCURRENCY,
+    scheduler: Policy = defaults.SCHEDULER,
+    config: Overrides | None = None,
+    model_roles: Mapping[str, Any] | Sequence[str] | None = None,
+    bench_options: Overrides | None = None,
+    temperature: float = defaults.TEMPERATURE,
+    max_tokens: int | None = None,
+    evaluator: str | None = None,
+    judge_model: str | None = None,
+    evaluator_options: Overrides | None = None,
+    max_calls: int | None = None,
+    max_sample_tokens: int | None = None,
+    max_sample_seconds: float | None = None,
+    endpoints: str | Path | None = None,
+    cache: bool | str | Path = True,
+    out: str | Path | None = None,
+    strict_sandbox: bool = False,
+    unsafe_no_sandbox: bool = False,
+    native: bool = True,
+    optimize_on: str | None = None,
+    optimize_limit: int | None = None,
+    shard: str | tuple[int, int] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> RunConfig:
+    """Check every option and build the run's config, before anything is written.
+
+    ``model`` defaults to the embedded demo model, whose ``max_tokens`` defaults to
+    :data:`~maslab.defaults.DEMO_MAX_TOKENS` (:data:`~maslab.defaults.MAX_TOKENS` for other
+    models). ``config`` and ``bench_options`` override the method's settings and the
+    benchmark's options: ``KEY=VALUE`` strings (values read as YAML) or a mapping (keys may
+    be dotted paths into nested settings, or values nested mappings). ``model_roles`` puts roles or
+    agents of the method on other models (:mod:`maslab.core.roles`): a mapping, or the CLI's
+    ``NAME=MODEL`` strings. ``evaluator_options`` are the evaluator's constructor keywords
+    (``KEY=VALUE`` strings or a mapping; ``judge_model`` is the ``judge`` one), checked
+    against its signature. ``native=False`` keeps every call on the text protocol (no
+    structured output or tool calls, whatever the model offers). ``optimize_on`` names a split
+    the method learns from (its ``optimize``, on the first ``optimize_limit`` tasks) before
+    the test samples; it may share no task with ``split``. ``shard`` (``"i/N"`` or (i, N))
+    runs only shard i of N of the tasks, by default into the whole run's directory suffixed
+    ``-shard-i-of-N`` (:mod:`maslab.harness.shard`). ``cache`` is True for the
+    user's response cache, False for none, or a file. ``out``
+    defaults to a directory under ``runs/<benchmark>/`` named by the run's identity, so the
+    same options resume the same run. ``flags`` spells options in error messages (the CLI's
+    ``--out`` for ``out``); a one-line :class:`MaslabError` on any mistake.
+    """
+
+    def option(name: str) -> str:
+        return (flags or {}).get(name, name)
+
+    model = model or DEMO_MODEL
+    if max_tokens is None:
+        max_tokens = DEMO_MAX_TOKENS if model == DEMO_MODEL else defaults.MAX_TOKENS
+    method_name, settings = _method_settings(method)
+    overridden = apply_overrides(settings, config or (), f"{method_name} {option('config')}")
+    method_object = get_method(method_name)(overridden)  # one-line error before any work
+    method_config = method_object.config.model_dump(mode="json")  # what runs (a preset's too)
+    evaluator_name = evaluator or get_benchmark(benchmark).evaluator
+    extra = apply_overrides({}, evaluator_options or (), option("evaluator_options"))
+    if judge_model and "judge" in extra:
+        raise ConfigError(
+            f"give the judge once: {option('judge_model')} or {option('evaluator_options')} judge"
+        )
+    judged = judge_options(evaluator_name, judge_model or extra.get("judge"))
+    if judge_model and not judged:
+        raise unused_judge(option("judge_model"), [evaluator_name])
+    scoring = check_evaluator_options(
+        evaluator_name, {**judged, **extra}, option("evaluator_options")
+    )
+    if model_roles is not None and not isinstance(model_roles, Mapping):
+        model_roles = parse_model_roles(model_roles)
+    roles = method_object.check_model_roles(model_roles)
+    for spec in filter(None, (model, judge_model, *role_models(roles))):
+        check_model(spec, endpoints)
+    if optimize_limit is not None and optimize_on is None:
+        raise ConfigError(f"{option('optimize_limit')} needs {option('optimize_on')}")
+    if isinstance(shard, str):
+        shard = parse_shard(shard, option("shard"))
+    elif shard is not None:
+        shard = parse_shard("/".join(map(str, shard)), option("shard"))
+    if shard is not None and optimize_on is not None:
+        raise ConfigError(
+            f"{option('shard')} cannot go with {option('optimize_on')}: each shard would learn "
+            "on its own"
+        )
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"{option('out')} {out} is a file; name a run directory")
+    if cache is True:
+        cache = default_response_cache()
+    fields: dict[str, Any] = {
+        "method": method_name,
+        "method_config": method_config,
+        "benchmark": benchmark,
+        "benchmark_options": apply_overrides({}, bench_options or (), option("bench_options")),
+        "split": split,
+        "limit": limit,
+        "shuffle": shuffle,
+        "data": str(data) if data else None,
+        "model": model,
+        "model_roles": roles,
+        "endpoints": str(endpoints) if endpoints else None,
+        "sampling": {"temperature": temperature, "max_tokens": max_tokens},
+        "repeats": repeats,
+        "seed": seed,
+        "concurrency": concurrency,
+        "scheduler": scheduler,
+        "evaluator": evaluator,
+        "evaluator_options": scoring,
+        "max_calls": max_calls,
+        "max_tokens": max_sample_tokens,
+        "max_seconds": max_sample_seconds,
+        "cache": str(cache) if cache else None,
+        "strict_sandbox": strict_sandbox,
+        "unsafe_no_sandbox": unsafe_no_sandbox,
+        "native": native,
+        "optimize_on": optimize_on,
+        "optimize_limit": optimize_limit,
+        "shard": shard,
+    }
+    if out is None:
+        out = default_out(fields)
+        out = out if shard is None else shard_out(out, shard)
+    fields["out"] = str(out)
+    try:
+        return RunConfig.model_validate(fields)
+    except ValidationError as exc:
+        raise MaslabError(validation_message(exc, "run")) from None
+
+
+async def execute(
+    runner: Runner,
+    *,
+    progress: bool | Progress = False,
+    report: bool = True,
+    label: str | None = None,
+) -> RunResult:
+    """Open (or resume) the runner's directory and run the samples still to do, with a live
+    progress bar on stderr when ``progress`` is True, or a line in ``progress`` when it is a
+    display of several runs (:func:`maslab.harness.progress.run_lines`), named ``label`` (by default
+    method · benchmark · model); then write the run's ``report.html`` when ``report``, and
+    return the run as read back."""
+    runner.open()
+    try:
+        if progress:
+            from maslab.harness.progress import RunProgress
+
+            total = len(runner.tasks) * runner.config.repeats
+            label = label or run_label(runner.manifest)
+            lines = None if progress is True else progress
+            done = [r for r in runner.store.results() if r.status != "error"]  # errored: retried
+            with RunProgress(label, total, done=done, lines=lines) as bar:
+                runner.listener = bar.update
+                await runner.run()
+        else:
+            await runner.run()
+    finally:
+        runner.store.close()  # run() closes it too; here whatever failed before it ran
+    if report:
+        from maslab.report import build_report
+
+        build_report([runner.store.dir], runner.store.dir / "report.html")
+    return RunResult.read(runner.store)
+
+
+async def aevaluate(
+    method: str | Method | type[Method],
+    benchmark: str,
+    model: str | None = None,
+    *,
+    limit: int | None = None,
+    repeats: int = defaults.REPEATS,
+    config: Overrides | None = None,
+    model_roles: Mapping[str, Any] | None = None,
+    split: str = defaults.SPLIT,
+    data: str | Path | None = None,
+    shuffle: bool = False,
+    seed: int = defaults.SEED,
+    concurrency: int = defaults.CONCURRENCY,
+    scheduler: Policy = defaults.SCHEDULER,
+    bench_options: Overrides | None = None,
+    temperature: float = defaults.TEMPERATURE,
+    max_tokens: int | None = None,
+    evaluator: str | None = None,
+    judge_model: str | None = None,
+    evaluator_options: Overrides | None = None,
+    max_calls: int | None = None,
+    max_sample_tokens: int | None = None,
+    max_sample_seconds: float | None = None,
+    endpoints: str | Path | None = None,
+    cache: bool | str | Path = True,
+    out: str | Path | None = None,
+    strict_sandbox: bool = False,
+    unsafe_no_sandbox: bool = False,
+    native: bool = True,
+    optimize_on: str | None = None,
+    optimize_limit: int | None = None,
+    shard: str | tuple[int, int] | None = None,
+    backend: Backend = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    shards: int | None = None,
+    progress: bool | None = None,
+) -> RunResult:
+    """Run ``method`` on ``benchmark`` as ``maslab run`` does, in a running event loop
+    (``await maslab.aevaluate(...)`` in a notebook); :func:`evaluate` is the blocking form.
+
+    ``method`` is a registered name, or a registered Method class or instance (whose settings
+    ``config`` then overrides). The options are ``maslab run``'s (see :func:`run_config`);
+    the budgets are ``max_calls``, ``max_sample_tokens`` and ``max_sample_seconds``;
+    ``optimize_on`` (and ``optimize_limit``) run the method's optimisation step first;
+    ``shard="i/N"`` runs shard i of N (merge the shards with :func:`maslab.harness.shard.merge`).
+    ``backend="ray"`` solves the samples on Ray workers (:mod:`maslab.harness.ray_backend`): a
+    local Ray,
+    or the cluster at ``address`` (or ``$RAY_ADDRESS``), with ``workers`` worker slots (one per
+    CPU by default) and the samples dealt into ``shards`` shards. The run
+    resumes when its directory holds finished samples, and ends with ``report.html`` written
+    beside them. ``progress``: a live bar on stderr; by default only when stderr is a terminal
+    (not in a notebook). Returns the run as a :class:`RunResult`.
+    """
+    if not model:
+        log.warning(
+            "no model given: using %s, a tiny offline demo model (expect near-zero accuracy); "
+            "pass e.g. model='openai:gpt-4o-mini' for a real one",
+            DEMO_MODEL,
+        )
+    cluster = ray_cluster(backend, address=address, workers=workers, shards=shards)
+    runner = Runner(
+        run_config(
+            method,
+            benchmark,
+            model,
+            split=split,
+            data=data,
+            limit=limit,
+            shuffle=shuffle,
+            repeats=repeats,
+            seed=seed,
+            concurrency=concurrency,
+            scheduler=scheduler,
+            config=config,
+            model_roles=model_roles,
+            bench_options=bench_options,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            evaluator=evaluator,
+            judge_model=judge_model,
+            evaluator_options=evaluator_options,
+            max_calls=max_calls,
+            max_sample_tokens=max_sample_tokens,
+            max_sample_seconds=max_sample_seconds,
+            endpoints=endpoints,
+            cache=cache,
+            out=out,
+            strict_sandbox=strict_sandbox,
+            unsafe_no_sandbox=unsafe_no_sandbox,
+            native=native,
+            optimize_on=optimize_on,
+            optimize_limit=optimize_limit,
+            shard=shard,
+        ),
+        cluster=cluster,
+    )
+    if progress is None:
+        progress = getattr(sys.stderr, "isatty", lambda: False)()
+    if cluster is None:
+        return await execute(runner, progress=progress)
+    with cluster.running(runner.config):
+        return await execute(runner, progress=progress)
+
+
+def ray_cluster(
+    backend: str,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    shards: int | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> RayCluster | None:
+    """The cluster ``backend`` runs samples on (None for ``local``); a one-line
+    :class:`ConfigError` for an unknown backend, or Ray's options without ``ray``."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r}: one of {', '.join(BACKENDS)}")
+    if backend == "local":
+        given = {"address": address, "workers": workers, "shards": shards}
+        if unused := [(flags or {}).get(k, k) for k, v in given.items() if v is not None]:
+            raise ConfigError(f"{', '.join(unused)} only go with the ray backend")
+        return None
+    for name, value in (("workers", workers), ("shards", shards)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{(flags or {}).get(name, name)} must be at least 1, got {value}")
+    from maslab.harness.ray_backend import RayCluster
+
+    return RayCluster(address, workers=workers, shards=shards)
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to the end and return its result, from plain code or from code an
+    event loop is running (a notebook cell): there on a worker thread with its own loop, which
+    an interrupt (the notebook's stop button) cancels before it is raised here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    running: concurrent.futures.Future[Callable[[], None]] = concurrent.futures.Future()
+
+    async def main() -> T:
+        cancel = asyncio.current_task().cancel  # type: ignore[union-attr]
+        loop = asyncio.get_running_loop()
+        running.set_result(lambda: loop.call_soon_threadsafe(cancel))
+        return await coroutine
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="maslab") as worker:
+        outcome = worker.submit(asyncio.run, main())
+        try:
+            return outcome.result()
+        except KeyboardInterrupt:
+            with suppress(RuntimeError):  # the loop has closed already: nothing to cancel
+                running.result()()
+            raise  # once the worker has wound the run down (leaving the with block waits)
+
+
+def _blocking(function: Callable[P, Coroutine[Any, Any, T]], name: str, doc: str) -> Callable[P, T]:
+    """The blocking form of ``function``, with its parameters (see :func:`_run_blocking`)."""
+
+    @functools.wraps(function)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+        return _run_blocking(function(*args, **kwargs))
+
+    blocking.__name__ = blocking.__qualname__ = name
+    blocking.__doc__ = doc
+    return blocking
+
+
+evaluate = _blocking(
+    aevaluate,
+    "evaluate",
+    """Run ``method`` on ``benchmark`` as ``maslab run`` does and return the
+    :class:`RunResult`; the options are :func:`aevaluate`'s. It blocks until the run ends, in a
+    script or in a notebook (where it runs on a worker thread; ``await maslab.aevaluate(...)``
+    is the native form there).""",
+)

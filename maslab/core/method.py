@@ -1,0 +1,299 @@
+"""The Method base class and the method registry.
+
+A method is a class with a pydantic ``Config`` (defaults from its paper) and
+``async solve(task, ctx) -> Solution``. Methods that learn from a validation set also
+implement ``optimize``. Methods register under an explicit name; lookups never guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import reprlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
+
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError
+
+from maslab.config_files import validation_message
+from maslab.core.context import Context
+from maslab.core.roles import ModelRoles, check_model_roles, check_role_names
+from maslab.core.task import Solution, Task
+from maslab.defaults import DEMO_MODEL
+from maslab.errors import BudgetExceeded, ConfigError
+from maslab.llm.ledger import UsageTotals
+from maslab.llm.types import ChatModel
+from maslab.registry import Registry
+
+_RELEARN = "delete it to optimise again"  # the fix for a saved learned state that does not load
+
+
+class MethodConfig(BaseModel):
+    """Base of every method's configuration: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MethodState(BaseModel):
+    """Base of every method's learned-state schema (``Method.LearnedState``): unknown keys are
+    errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+FiniteNumber = Annotated[float, Strict(), AllowInfNan(False)]
+"""A number of a learned state: an int or a float, never a string, a bool, NaN or infinity."""
+
+
+class Method:
+    r"""Base class of all MAS methods: a ``Config`` and ``async solve(task, ctx) -> Solution``.
+
+    ``Config`` is a :class:`MethodConfig` whose defaults come from the paper; the constructor
+    takes a mapping, a ``Config`` or keywords (``LLMDebate(agents=5)``) and checks them.
+    ``solve`` makes every model call through the sample's context: ``ctx.agent(name, ...)``
+    makes an :class:`~maslab.core.agents.Agent`, ``await agent.reply(prompt, round=r)`` returns its
+    :class:`~maslab.core.messages.Message`. Independent calls run concurrently (``asyncio.gather``);
+    whenever the method has a better answer than before it calls ``ctx.propose(answer)``, which
+    a budget stop scores. The returned :class:`Solution` holds the final answer text, as the
+    evaluator will read it. A method with more than one agent sets ``ctx.topology`` (who reads
+    whom): traces and reports show it. The class docstring cites the paper (title, arXiv id)
+    and lists the deviations from it.
+
+    Example::
+
+        import asyncio
+
+        from pydantic import Field
+
+        from maslab import Context, Method, MethodConfig, Solution, Task, Topology, register_method
+        from maslab.core.roles import numbered
+        from maslab.testing import ScriptedModel
+
+
+        @register_method("solve_then_judge")
+        class SolveThenJudge(Method):
+            # A real method's docstring cites its paper (title, arXiv id) and its deviations.
+
+            roles = ("solver", "judge")  # what model roles may name, e.g. --model-role judge=...
+
+            class Config(MethodConfig):  # defaults from the paper; unknown keys are errors
+                solvers: int = Field(2, ge=1)
+
+            def agent_names(self) -> tuple[str, ...]:  # solver_1, solver_2: each reachable by name
+                return numbered("solver", self.config.solvers)
+
+            async def solve(self, task: Task, ctx: Context) -> Solution:
+                names = self.agent_names()
+                ctx.topology = Topology.star("judge", names, direction="in")
+                solvers = [ctx.agent(n, role="solver", system="Solve step by step.") for n in names]
+                drafts = await asyncio.gather(*(s.reply(task.prompt(), round=0) for s in solvers))
+                ctx.propose(drafts[0].content)  # what a budget stop from here on scores
+                seen = ctx.topology.visible_messages("judge", ctx.transcript, round=1)
+                shown = "\n\n".join(f"{m.sender}: {m.content}" for m in seen)
+                judge = ctx.agent("judge", temperature=0)  # per-agent sampling
+                verdict = await judge.reply(f"{task.prompt()}\n\nAnswers:\n{shown}", round=1)
+                return Solution(answer=verdict.content)  # the judge decides; the evaluator reads it
+
+
+        model = ScriptedModel(["6 * 7 = 42", "It is 42.", "Both say 42, and so do I: 42"])
+        task = Task(id="q1", question="What is 6 * 7?", gold="42", answer_type="number")
+        outcome = SolveThenJudge().run(task, model)  # a notebook awaits .arun(task, model)
+        assert outcome.answer.endswith("42") and len(model.calls) == 3
+    """
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[MethodConfig]] = MethodConfig
+    roles: ClassVar[tuple[str, ...]] = ()
+    """The roles of the method's agents: the keys of model roles (see :mod:`maslab.core.roles`)."""
+    paper: ClassVar[str] = ""
+    """The paper the method follows, as the README cites it: "Du et al., arXiv 2305.14325"."""
+    category: ClassVar[str] = ""
+    """The family the method belongs to: "debate", "group-of-agents topology", ..."""
+    calls: ClassVar[str] = ""
+    """LLM calls per task: the formula in the method's parameters, and its default value."""
+    LearnedState: ClassVar[type[MethodState] | None] = None
+    """The schema of :meth:`learned_state`'s data, which a saved state must fit to be loaded
+    (:meth:`restore_learned_state`); None: loaded unchecked."""
+    runs_model_code: ClassVar[bool] = False
+    """Every sample runs model-written code in the sandbox: a run refuses to start where that
+    cannot be isolated (see :func:`maslab.sandbox.isolation_refusal`). A method that runs code
+    only sometimes leaves it False; its run stops at the first program instead."""
+
+    def __init__(
+        self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
+    ) -> None:
+        """Check the settings against ``Config``; a bad one is a one-line :class:`ConfigError`.
+
+        Args:
+            config: Settings as a mapping or a ``Config``; None keeps the paper's defaults.
+            **overrides: Settings as keywords, over ``config``.
+        """
+        what = f"{self.name or type(self).__name__} config"
+        if isinstance(config, MethodConfig):
+            config = config.model_dump()
+        elif config is not None and not isinstance(config, Mapping):
+            settings = ", ".join(f"{field}=..." for field in self.Config.model_fields)
+            raise ConfigError(
+                f"{what} must be a mapping or {self.Config.__qualname__}, got "
+                f"{type(config).__name__} {reprlib.repr(config)}; pass settings as keywords: "
+                f"{type(self).__name__}({settings})"
+            )
+        try:
+            self.config = self.Config.model_validate({**(config or {}), **overrides})
+        except ValidationError as exc:
+            raise ConfigError(validation_message(exc, what)) from None
+
+    def agent_names(self) -> tuple[str, ...]:
+        """The agents model roles may name besides the roles (this config's ``debater_1``, ...);
+        an agent named after its role, or named only at run time, is reached by its role."""
+        return ()
+
+    def check_model_roles(self, model_roles: Mapping[str, Any] | None) -> ModelRoles:
+        """``model_roles`` normalised; a one-line error for a key that names no role or agent."""
+        checked = check_model_roles(model_roles)
+        check_role_names(checked, self.name or type(self).__name__, self.roles, self.agent_names())
+        return checked
+
+    async def solve(self, task: Task, ctx: Context) -> Solution:
+        """Solve ``task`` with model calls through ``ctx``; the solution's answer is scored."""
+        raise NotImplementedError
+
+    async def run_sample(self, task: Task, ctx: Context) -> Solution:
+        """:meth:`solve`, then let the sample's calls settle (all are recorded).
+
+        On a budget stop, even one the method caught, the solution says so in its metadata;
+        if ``solve`` did not return, it is the method's best answer so far (``ctx.propose``),
+        or empty. Other errors propagate once the calls have settled.
+        """
+        solution: Solution | None = None
+        try:
+            solution = await self.solve(task, ctx)
+        except BudgetExceeded as exc:
+            ctx.budget_stop = ctx.budget_stop or exc  # a method may raise its own
+        finally:
+            await ctx.settle()
+        if ctx.budget_stop is None and solution is not None:
+            return solution
+        solution = solution or ctx.proposal or Solution(answer="")
+        return solution.model_copy(
+            update={"metadata": {**solution.metadata, "budget": str(ctx.budget_stop)}}
+        )
+
+    async def optimize(self, tasks: Sequence[Task], ctx: Context) -> None:
+        """Learn from ``tasks`` (a validation split). Most methods have nothing to learn.
+
+        ``maslab run --optimize-on SPLIT`` calls it once, before the test samples, with a
+        context of its own (sample id ``"optimize"``, the run seed): its calls are the
+        optimisation's cost, recorded apart from the samples'. What it learned must then be
+        in :meth:`learned_state`, which the run saves and reloads on a resume.
+        """
+
+    def learned_state(self) -> dict[str, Any] | None:
+        """What :meth:`optimize` learned, as JSON-able data (None: nothing learned)."""
+        return None
+
+    def load_learned_state(self, state: Mapping[str, Any]) -> None:
+        """Take back a :meth:`learned_state`, already checked against :attr:`LearnedState`
+        (:meth:`restore_learned_state` checks it); what the schema cannot check (does it fit
+        this config?) is a :class:`ConfigError`."""
+        raise ConfigError(f"{self.name or type(self).__name__} has no learned state to load")
+
+    @classmethod
+    def check_learned_state(cls, state: Any, source: str) -> Any:
+        """``state`` as :attr:`LearnedState` reads it (JSON data), unchanged without a schema;
+        one that does not fit, or None, is a one-line :class:`ConfigError` naming ``source``."""
+        if cls.LearnedState is None:
+            return state
+        what = f"{source}: invalid {cls.name or cls.__name__} learned state"
+        if not isinstance(state, Mapping):
+            got = "null" if state is None else type(state).__name__
+            raise ConfigError(f"{what}: expected an object, got {got}; {_RELEARN}")
+        try:
+            return cls.LearnedState.model_validate(state).model_dump(mode="json")
+        except ValidationError as exc:
+            raise ConfigError(f"{validation_message(exc, what)}; {_RELEARN}") from None
+
+    def restore_learned_state(self, state: Any, source: str) -> None:
+        """Load a saved :meth:`learned_state` (a resumed run, a worker), instead of optimising
+        again: checked (:meth:`check_learned_state`), then :meth:`load_learned_state`. A state
+        that does not fit is a one-line :class:`ConfigError` naming ``source``, its file; a
+        method without a schema loads a null state as nothing learned."""
+        state = self.check_learned_state(state, source)
+        if state is None:
+            return
+        try:
+            self.load_learned_state(state)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}; {_RELEARN}") from None
+
+    @classmethod
+    def learns(cls) -> bool:
+        """Whether the method overrides :meth:`optimize` (has something to learn)."""
+        return cls.optimize is not Method.optimize
+
+    async def arun(
+        self,
+        task: Task | str,
+        model: ChatModel | str = DEMO_MODEL,
+        *,
+        model_roles: Mapping[str, Any] | None = None,
+        **context: Any,
+    ) -> Outcome:
+        """Solve one task on ``model`` in a context of its own; ``await`` it in notebooks.
+
+        Args:
+            task: A task, or a bare question (a task with id ``"question"``).
+            model: A spec or a handle; the embedded offline demo model by default.
+            model_roles: Puts roles or agents on other models (``{"judge": "openai:gpt-4o"}``,
+                see :mod:`maslab.core.roles`).
+            **context: Keyword arguments of :class:`Context` (``sampling``, ``budget``, ``seed``,
+                ...).
+        """
+        if isinstance(task, str):
+            task = Task(id="question", question=task)
+        roles = self.check_model_roles(model_roles)
+        ctx = Context(model, sample_id=task.id, model_roles=roles, **context)
+        try:
+            return Outcome(await self.run_sample(task, ctx), ctx)
+        finally:
+            await ctx.models.aclose()
+
+    def run(
+        self,
+        task: Task | str,
+        model: ChatModel | str = DEMO_MODEL,
+        *,
+        model_roles: Mapping[str, Any] | None = None,
+        **context: Any,
+    ) -> Outcome:
+        """The blocking form of :meth:`arun`, for plain scripts."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(task, model, model_roles=model_roles, **context))
+        raise RuntimeError("an event loop is running (a notebook?): use `await method.arun(...)`")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config!r})"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A solved task: the solution and the sample's context (usage, transcript, ledger)."""
+
+    solution: Solution
+    context: Context
+
+    @property
+    def answer(self) -> str:
+        return self.solution.answer
+
+    @property
+    def usage(self) -> UsageTotals:
+        return self.context.usage
+
+
+_METHODS: Registry[type[Method]] = Registry("method", "maslab.methods")
+register_method = _METHODS.register
+get_method = _METHODS.get
+list_methods = _METHODS.names

@@ -1,0 +1,3 @@
+"""The method kit: what methods share on top of the core. Aggregation and voting, parsing and
+structured asks, tools, the bridge that serves model-written programs' calls, learned graph
+policies, and running code against tests (:mod:`maslab.kit.code_check`)."""

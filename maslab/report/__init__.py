@@ -1,0 +1,484 @@
+"""One self-contained HTML page over run directories: leaderboard, plots, each run's figures,
+triage (:mod:`maslab.report.triage`) and per-task drill-down.
+
+Styles are inline, the plots (:mod:`maslab.report.plots`) are base64 PNGs and topologies are
+inline SVG, so the page loads nothing from the network; it holds no script. Every string that
+came from a model, a dataset or a manifest is HTML-escaped. A run's traces are read twice, one
+at a time: once through for its figures (:mod:`maslab.report.figures`: running totals, and the
+signals of records stored without them), then each shown sample's as its drill-down is
+written, so no run's traces are held at once; matplotlib is imported only when a plot is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from maslab.analysis import trajectory
+from maslab.analysis.stats import Summary, summarize
+from maslab.core.roles import describe_model_roles
+from maslab.report import triage as report_triage
+from maslab.report.call_html import call_html
+from maslab.report.figures import AgentShare, RoundFigures, TraceFigures, trace_figures
+from maslab.report.plots import colour, convergence, cost_accuracy, glyph, pass_at_k
+from maslab.report.topology_svg import topology_svg
+from maslab.report.triage import Triage
+from maslab.secrets import redact
+from maslab.store.run_store import Manifest, ResultRecord, RunStore, partial_file
+
+Prices = Mapping[str, tuple[float, float]]
+
+_CSS = """
+body { font: 15px/1.5 system-ui, sans-serif; color: #222; max-width: 1200px; margin: 2em auto;
+  padding: 0 1.5em; }
+h1 { margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; width: 100%; }
+th, td { padding: 0.35em 0.7em; border-bottom: 1px solid #e4e4e4; text-align: left; }
+th { background: #f3f5f8; } tbody tr:hover { background: #fafbfc; }
+.leaderboard td:nth-child(n+5), .numbers td:nth-child(n+2) { text-align: right;
+  font-variant-numeric: tabular-nums; }
+.numbers { width: auto; min-width: 24em; }
+a { color: #2a5db0; text-decoration: none; }
+.muted { color: #777; font-size: 0.9em; }
+.pictures { display: flex; gap: 1.5em; align-items: flex-start; margin: 1.5em 0; }
+.plots { flex: 1 1 auto; min-width: 0; } .plot { text-align: center; margin: 0 0 1em; }
+img { max-width: 100%; }
+.key { flex: 0 0 auto; width: auto; max-width: 22em; font-size: 0.9em; }
+.key td { padding: 0.15em 0.5em; }
+.num { font-weight: 600; white-space: nowrap; }
+.share { display: flex; height: 1.1em; border-radius: 3px; overflow: hidden; max-width: 40em;
+  margin: 0.3em 0 0.6em; }
+.swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px;
+  margin-right: 0.4em; }
+.topologies { display: flex; flex-wrap: wrap; gap: 1em; }
+figure { margin: 0; } figcaption { text-align: center; color: #777; font-size: 0.9em; }
+details { border: 1px solid #e1e4e8; border-radius: 6px; margin: 0.4em 0; padding: 0.3em 0.8em; }
+summary { cursor: pointer; }
+.tag { display: inline-block; min-width: 5.5em; font-size: 0.85em; font-weight: 600;
+  padding: 0 0.5em; border-radius: 4px; text-align: center; }
+.ok { background: #dff3e3; color: #1a6b2e; } .bad { background: #fbe1e1; color: #9b1c1c; }
+.error { background: #fff1cc; color: #7a5500; }
+pre, code, dd { font: 13px/1.45 ui-monospace, Menlo, Consolas, monospace; }
+pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; padding: 0.6em;
+  border-radius: 4px; max-height: 30em; overflow: auto; margin: 0.3em 0 0.8em; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
+dt { font-weight: 600; } dd { margin: 0; white-space: pre-wrap; word-break: break-word; }
+.msg .who { font-size: 0.9em; }
+"""
+
+
+@dataclass(frozen=True)
+class _Run:
+    store: RunStore
+    anchor: str
+    manifest: Manifest
+    records: list[ResultRecord]
+    summary: Summary
+    figures: TraceFigures
+    triage: Triage
+    number: int = 0
+    """Its row in the leaderboard, and its mark in the plots."""
+    label: str = ""
+
+
+def _load(directory: str | Path, anchor: str) -> _Run:
+    """A run's manifest, records, summary, trace figures and triage; its traces are read one at
+    a time."""
+    store = RunStore(directory)
+    records, superseded = store.records()
+    records.sort(key=lambda r: r.key)
+    summary = summarize(records, superseded=superseded, optimization=store.optimizations())
+    figures = trace_figures(store, records)
+    triage = report_triage.triage(records, figures.signals)
+    return _Run(store, anchor, store.manifest(), records, summary, figures, triage)
+
+
+def _short_model(spec: str) -> str:
+    """``openai:gpt-4o@http://...`` -> ``gpt-4o``; ``scripted:/a/b/answers.yaml`` -> ``answers``."""
+    name = spec.partition(":")[2].partition("@")[0] or spec
+    return Path(name).stem if "/" in name else name
+
+
+_UNSHOWN = {"dataset_hash", "task_ids"}  # opaque, or long and implied by the others
+_SETTINGS = tuple(
+    name for name in (*Manifest.IDENTITY, "repeats", "limit", "data")
+    if name not in ("method", "method_config")
+)  # fmt: skip
+
+
+def _settings(manifest: Manifest) -> dict[str, str]:
+    """What set the run up, flat and as text: the method's config keys as they are, then the
+    run's other settings (``benchmark``, ``sampling.temperature``, ...)."""
+    flat: dict[str, str] = {}
+
+    def add(key: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                add(f"{key}.{k}" if key else str(k), v)
+        elif key.rpartition(".")[2] not in _UNSHOWN:
+            text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+            flat.setdefault(key, text if len(text) <= 24 else text[:23] + "…")
+
+    add("", manifest.method_config)
+    for name in _SETTINGS:
+        add(name, getattr(manifest, name))
+    return flat
+
+
+def _labels(runs: Sequence[_Run]) -> list[str]:
+    """Each run's label: its method, its model's short name when the runs use several, and,
+    among runs that would share that, the settings in which they differ
+    (``llm_debate (agents=3)``); runs that differ in none are told apart by their directory."""
+    several_models = len({run.manifest.model for run in runs}) > 1
+    bases = [
+        run.manifest.method + (f" · {_short_model(run.manifest.model)}" if several_models else "")
+        for run in runs
+    ]
+    settings = [_settings(run.manifest) for run in runs]
+    labels = []
+    for run, base, own in zip(runs, bases, settings, strict=True):
+        group = [other for b, other in zip(bases, settings, strict=True) if b == base]
+        if len(group) == 1:
+            labels.append(base)
+            continue
+        keys = dict.fromkeys(key for other in group for key in other)
+        differ = [k for k in keys if len({other.get(k, "unset") for other in group}) > 1]
+        shown = ", ".join(f"{k}={own.get(k, 'unset')}" for k in differ) or run.store.dir.name
+        labels.append(f"{base} ({shown})")
+    return labels
+
+
+def _badge(run: _Run) -> str:
+    """The run's number with its plot colour and marker."""
+    return (
+        f'<span class="num" style="color:{colour(run.number)}">'
+        f"{glyph(run.number)} {run.number}</span>"
+    )
+
+
+def _pictures(runs: Sequence[_Run]) -> str:
+    """The plots that compare the runs, with the key to their numbers beside them."""
+    numbered = [(run.number, run.summary) for run in runs]
+    plots = (
+        cost_accuracy(numbered),
+        pass_at_k(numbered),
+        convergence([(run.number, run.figures.rounds) for run in runs]),
+    )
+    shown = "".join(f'<div class="plot">{plot}</div>' for plot in plots if plot)
+    if not shown:
+        return ""
+    key = "".join(
+        _row((_badge(run), f'<a href="#{run.anchor}">{escape(run.label)}</a>')) for run in runs
+    )
+    return (
+        f'<div class="pictures"><div class="plots">{shown}</div><table class="key">'
+        f'<thead><tr><th colspan="2">Runs</th></tr></thead><tbody>{key}</tbody></table></div>'
+    )
+
+
+def _accuracy(s: Summary) -> str:
+    if not s.n:
+        return "—"
+    if not s.graded:
+        return "not graded"
+    lo, hi = s.ci
+    return f"{100 * s.accuracy:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _cost(s: Summary, prices: Prices | None) -> str:
+    cost = s.cost(prices) if prices else None
+    return "—" if cost is None else f"${cost:.4f}"
+
+
+def _row(cells: Iterable[object], tag: str = "td") -> str:
+    return "<tr>" + "".join(f"<{tag}>{cell}</{tag}>" for cell in cells) + "</tr>"
+
+
+def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
+    head = ("#", "Method", "Benchmark", "Model", "n", "Accuracy [95% CI]", "Unparsed", "Errors")
+    head += ("Tokens / sample", "Spent / sample", "Calls / sample", "Cost / sample")
+    rows = []
+    for run in runs:
+        m, s = run.manifest, run.summary
+        per_task = (
+            f"{s.mean_tokens:,.0f}", f"{s.mean_spent_tokens:,.0f}", f"{s.mean_calls:.1f}",
+            _cost(s, prices),
+        )  # fmt: skip
+        cells = (
+            _badge(run),
+            f'<a href="#{run.anchor}">{escape(run.label)}</a>',
+            escape(m.benchmark),
+            escape(_models(m)),
+            s.n,
+            _accuracy(s),
+            s.unparsed,
+            s.errors,
+            *(per_task if s.n else ("—",) * len(per_task)),
+        )
+        rows.append(_row(cells))
+    return (
+        f'<table class="leaderboard"><thead>{_row(head, "th")}</thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _agent_shares(agents: Mapping[str, AgentShare]) -> str:
+    """Each agent's share of the run's tokens: a stacked bar and its table, largest first."""
+    total = sum(share.tokens for share in agents.values())
+    if not total:
+        return ""
+    ordered = sorted(agents.items(), key=lambda item: -item[1].tokens)
+    bar, rows = [], []
+    for i, (agent, share) in enumerate(ordered, 1):
+        part = 100 * share.tokens / total
+        swatch = f'<span class="swatch" style="background:{colour(i)}"></span>'
+        bar.append(
+            f'<span style="width:{part:.2f}%;background:{colour(i)}" '
+            f'title="{escape(agent)}: {part:.1f}%"></span>'
+        )
+        cells = (swatch + escape(agent), f"{share.calls:,}", f"{share.tokens:,}", f"{part:.1f}%")
+        rows.append(_row(cells))
+    head = _row(("Agent", "Calls", "Tokens", "Share"), "th")
+    return (
+        f'<h4>Tokens by agent</h4><div class="share">{"".join(bar)}</div>'
+        f'<table class="numbers"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _rounds(rounds: Mapping[int, RoundFigures]) -> str:
+    """Per round: how many samples, how often their agents agree, how often the majority is
+    right; nothing unless the answers span two rounds or more."""
+    if len(rounds) < 2:
+        return ""
+    rows = []
+    for number, f in rounds.items():
+        agree = f"{100 * f.agree / f.panels:.1f}% of {f.panels:,}" if f.panels else "—"
+        rows.append(_row((number, f"{f.samples:,}", agree, f"{100 * f.correct / f.samples:.1f}%")))
+    head = _row(("Round", "Samples", "Agents agree", "Majority answer correct"), "th")
+    return (
+        f'<h4>Rounds</h4><table class="numbers"><thead>{head}</thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _topologies(run: _Run) -> str:
+    """The run's topologies, each drawn once; a sample on another one draws its own."""
+    specs = run.figures.topologies
+    if len(specs) == 1:
+        return f"<h4>Topology</h4>{topology_svg(next(iter(specs)))}"
+    drawn = "".join(
+        f'<figure id="{run.anchor}-topology-{i}">{topology_svg(spec)}'
+        f"<figcaption>topology {i} · {samples:,} samples</figcaption></figure>"
+        for i, (spec, samples) in enumerate(specs.items(), 1)
+    )
+    return f'<h4>Topologies</h4><div class="topologies">{drawn}</div>' if drawn else ""
+
+
+def _tally(trace: Mapping[str, Any]) -> str:
+    """'42 ×2, 41 ×1; 1 agent gave none': the answers of the agents in the last round."""
+    rounds = trajectory.round_answers(trace)
+    finals = list(rounds[max(rounds)].values()) if rounds else []
+    counted = ", ".join(f"{a} ×{count}" for a, count in trajectory.vote_tally(finals))
+    missing = finals.count(None)
+    none = f"{missing} agent{'s' if missing > 1 else ''} gave none" if missing else ""
+    return "; ".join(filter(None, (counted, none)))
+
+
+def _messages(messages: Sequence[Mapping[str, Any]], answers: Sequence[str | None] | None) -> str:
+    items = []
+    for i, m in enumerate(messages):
+        answer = None if answers is None or i >= len(answers) else answers[i]
+        about = [
+            None if m.get("round") is None else f"round {m['round']}",
+            m.get("kind"),
+            "→ " + ", ".join(m["recipients"]) if m.get("recipients") else None,
+            None if answers is None else "no answer" if answer is None else f"answer {answer}",
+        ]
+        items.append(
+            f'<div class="msg"><div class="who"><b>{escape(str(m.get("sender")))}</b> '
+            f'<span class="muted">{escape(" · ".join(filter(None, about)))}</span></div>'
+            f"<pre>{escape(str(m.get('content', '')))}</pre></div>"
+        )
+    return "".join(items)
+
+
+def _calls(calls: Sequence[Mapping[str, Any]]) -> str:
+    """Each call's details, a chat that goes on from its agent's previous call and reply
+    showing only what is new."""
+    history: dict[str, list[Any]] = {}  # agent -> its last call's messages and reply
+    shown = []
+    for call in calls:
+        agent, chat = str(call.get("agent")), list(call.get("messages") or ())
+        before = history.get(agent, [])
+        known = len(before) if before and chat[: len(before)] == before else 0
+        shown.append(call_html(call, known))
+        reply = call.get("response")
+        history[agent] = [*chat, {"role": "assistant", "content": reply}] if reply else chat
+    return "".join(shown)
+
+
+def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run, target: str) -> str:
+    """One sample's drill-down, with the signals that fired on it; its topology only by
+    reference when the run's section drew it. A link to ``target`` (an element at the top of
+    its content) opens it."""
+    score = record.score
+    answers = trace.get("answers")
+    tally = _tally(trace) if trajectory.has_answers(trace) else None
+    verdict = "error" if record.status == "error" else "ok" if record.correct else "bad"
+    marks = {"error": "error", "ok": "✓ correct", "bad": "✗ wrong"}
+    mark = "∅ unparsed" if record.unparsed else marks[verdict]
+    facts = {
+        "Status": record.status + (" (unparsed)" if record.unparsed else ""),
+        "Gold": record.gold,
+        "Answer": record.answer,
+        "Extracted": score and score.extracted,
+        "Score": score and f"{score.value:g} {score.explanation}".strip(),
+        "Error": record.error,
+        "Votes": tally,
+    }
+    parts = [
+        "<dl>"
+        + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in facts.items() if v is not None)
+        + "</dl>"
+    ]
+    if trace.get("prompt") is not None:
+        parts.append(f"<h4>Prompt</h4><pre>{escape(str(trace['prompt']))}</pre>")
+    if trace.get("topology"):
+        spec = orjson.dumps(trace["topology"])
+        drawn = list(run.figures.topologies)
+        if spec not in drawn:
+            parts.append(f"<h4>Topology</h4>{topology_svg(spec)}")
+        elif len(drawn) > 1:
+            i = drawn.index(spec) + 1
+            parts.append(f'<p>Topology: <a href="#{run.anchor}-topology-{i}">topology {i}</a></p>')
+    if trace.get("messages"):
+        parts.append(f"<h4>Messages</h4>{_messages(trace['messages'], answers)}")
+    if trace.get("calls"):
+        parts.append(f"<h4>Calls</h4>{_calls(trace['calls'])}")
+    extracted = f" → {escape(score.extracted)}" if score and score.extracted is not None else ""
+    votes = f" · votes {escape(tally)}" if tally else ""
+    fired = run.triage.fired.get(record.key, {})
+    return (
+        f"<details{report_triage.attributes(fired)}><summary>"
+        f'<span class="tag {verdict}">{mark}</span> <code>{escape(record.task_id)}</code> '
+        f'<span class="muted">repeat {record.repeat}{extracted}{votes}</span>'
+        f'{report_triage.badges(fired)}</summary><span class="target" id="{target}"></span>'
+        f"{''.join(parts)}</details>"
+    )
+
+
+def _models(manifest: Manifest) -> str:
+    """The run's model, and its model roles if it has any."""
+    roles = describe_model_roles(manifest.model_roles)
+    return f"{manifest.model} ({roles})" if roles else manifest.model
+
+
+def _shown(run: _Run, max_tasks: int) -> tuple[list[ResultRecord], int]:
+    """The records the drill-down shows, and the run's number of tasks. It shows every record of
+    ``max_tasks`` tasks (the tasks of the ranked samples first, then the others in task order):
+    the ranked samples first, the most flagged first, then the rest by task and repeat."""
+    ranked = [f.record for f in run.triage.ranked]
+    tasks = list(dict.fromkeys(r.task_id for r in (*ranked, *run.records)))
+    shown = set(tasks[:max_tasks])
+    place = {r.key: i for i, r in enumerate(ranked)}
+    records = [r for r in run.records if r.task_id in shown]
+    records.sort(key=lambda r: place.get(r.key, len(place)))  # stable: task order otherwise
+    return records, len(tasks)
+
+
+def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
+    """The run's section piece by piece: its figures (topologies, tokens by agent, rounds), its
+    triage, then the drill-down of each shown record (:func:`_shown`) under the signal filter,
+    each one's trace read only as it is written."""
+    m, s = run.manifest, run.summary
+    records, tasks = _shown(run, max_tasks)
+    about = [
+        s.design if s.n else "no results",
+        f"accuracy {_accuracy(s)}",
+        f"{s.budget_stopped} budget-stopped",
+        f"{s.mean_latency_s:.1f} s model time per sample",
+        f"{s.mean_cached_tokens:,.0f} cached tokens per sample",
+        f"{s.total_served_tokens:,} tokens served in all (scoring, superseded attempts and "
+        f"optimisation included)",
+    ]
+    if optimization := s.describe_optimization():
+        about.append(optimization)
+    if by_model := s.describe_models(prices):
+        about.append(f"per sample by model: {by_model}")
+    if repeats := s.describe_repeats():
+        about.append(repeats)
+    if errors := s.describe_errors():
+        about.append(f"errors: {errors}")
+    about.extend(m.describe_sandbox())
+    about.extend(m.describe_caps())
+    if tasks > max_tasks:
+        flagged = ", those of flagged samples first" if run.triage.ranked else ""
+        about.append(f"showing {max_tasks} of {tasks} tasks{flagged}")
+    yield (
+        f'<section id="{run.anchor}"><h2>{_badge(run)} {escape(run.label)} · '
+        f"{escape(m.benchmark)} ({escape(m.split)}) · {escape(_models(m))}</h2>"
+        f'<p class="muted">{escape(" · ".join(about))}<br>'
+        f"<code>{escape(str(run.store.dir))}</code> · evaluator {escape(m.evaluator)}</p>"
+        f"{_topologies(run)}{_agent_shares(run.figures.agents)}{_rounds(run.figures.rounds)}"
+    )
+    targets = {r.key: f"{run.anchor}-sample-{i}" for i, r in enumerate(records)}
+    if run.records:
+        yield report_triage.part(run.triage, targets)
+    if records:
+        order = "in task order"
+        if run.triage.ranked:
+            order = f"flagged first, the most signals first; then the others {order}"
+        fired = [run.triage.fired.get(r.key, {}) for r in records]
+        chooser = report_triage.chooser(run.anchor, fired)
+        yield f'<h4>Samples</h4><p class="muted">{order}</p>{chooser}'
+    traces = run.store.traces_of(r.key for r in records)
+    for record, (_, trace) in zip(records, traces, strict=True):
+        yield _record(record, trace or {}, run, targets[record.key])
+    yield "</section>"
+
+
+def build_report(
+    run_dirs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    prices: Prices | None = None,
+    max_tasks: int = 200,
+) -> Path:
+    """Write one self-contained HTML report over ``run_dirs`` to ``out`` and return its path.
+
+    Args:
+        run_dirs: Run directories, one leaderboard row each.
+        out: The HTML file to write.
+        prices: Model spec -> USD per 1M (prompt, completion) tokens; each model's tokens used
+            by the method (spent or replayed) are priced at its own price. None: costs show "—".
+        max_tasks: How many tasks the per-sample drill-down shows per run.
+    """
+    loaded = (_load(directory, f"run-{i}") for i, directory in enumerate(run_dirs))
+    runs = sorted(loaded, key=lambda run: -run.summary.accuracy)
+    runs = [
+        replace(run, number=number, label=label)
+        for number, (run, label) in enumerate(zip(runs, _labels(runs), strict=True), 1)
+    ]
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with partial_file(path, "w") as f:  # a reader sees the old page or the whole new one
+        for piece in _page(runs, max_tasks, prices):
+            f.write(redact(piece))
+    return path
+
+
+def _page(runs: Sequence[_Run], max_tasks: int, prices: Prices | None) -> Iterator[str]:
+    yield (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>maslab report</title><style>{_CSS}{report_triage.CSS}</style></head><body>"
+        f'<h1>maslab report</h1><p class="muted">{len(runs)} runs</p>'
+        f"<h2>Leaderboard</h2>{_leaderboard(runs, prices)}{_pictures(runs)}"
+    )
+    for run in runs:
+        yield from _section(run, max_tasks, prices)
+    yield "</body></html>"

@@ -1,0 +1,129 @@
+"""``maslab show``: a run's results as a table, or one task's transcript, in the terminal.
+
+The transcript is printed with ``soft_wrap=False``: long lines wrap at the terminal's width
+inside their panels instead of being cut there. The results are plain aligned columns, one line
+per sample, left whole for the terminal to wrap (and for grep).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Mapping, Sequence
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.text import Text
+
+from maslab.analysis.stats import summarize
+from maslab.core.roles import describe_model_roles
+from maslab.errors import ConfigError, one_line
+from maslab.store.run_store import Key, ResultRecord, RunStore
+
+
+def show_run(
+    store: RunStore, console: Console, prices: Mapping[str, tuple[float, float]] | None = None
+) -> None:
+    """The run's summary and one row per sample; ``prices`` (model -> USD per 1M prompt and
+    completion tokens) adds the cost per sample, each model at its own price."""
+    manifest = store.manifest()
+    records, superseded = store.records()
+    records.sort(key=lambda r: r.key)
+    s = summarize(records, superseded=superseded, optimization=store.optimizations())
+    console.print(
+        f"[bold]{manifest.method}[/] on [bold]{manifest.benchmark}[/] with {manifest.model}: "
+        f"{s.describe_accuracy()} over {s.design} · "
+        f"{s.mean_tokens:,.0f} tokens per sample ({s.mean_spent_tokens:,.0f} newly "
+        f"spent) · {s.total_served_tokens:,} served in all"
+    )
+    if manifest.model_roles:
+        console.print(f"model roles: {escape(describe_model_roles(manifest.model_roles))}")
+    if by_model := s.describe_models(prices):
+        console.print(f"per sample by model: {escape(by_model)}")
+    if prices:
+        cost = s.cost(prices)
+        console.print(
+            "cost: a model used has no price" if cost is None else f"cost ${cost:.4f} per sample"
+        )
+    if repeats := s.describe_repeats():
+        console.print(repeats)
+    if errors := s.describe_errors():
+        console.print(f"errors: {escape(errors)}")
+    if optimization := s.describe_optimization():
+        console.print(escape(optimization))
+    for cap in manifest.describe_caps():
+        console.print(escape(cap))
+    console.print(_rows(records), soft_wrap=True, end="")
+
+
+_HEADERS = ("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls")
+_RIGHT = {"rep", "tokens", "calls"}
+
+
+def _cells(r: ResultRecord) -> tuple[str, ...]:
+    extracted = r.score.extracted if r.score and r.score.extracted is not None else "—"
+    calls = int(r.usage.get("calls", 0))
+    return (
+        one_line(r.task_id), str(r.repeat), r.status, one_line(extracted)[:40],
+        one_line(str(r.gold))[:40], "✓" if r.correct else "✗", f"{r.tokens_used:,}", str(calls),
+    )  # fmt: skip
+
+
+def _rows(records: Sequence[ResultRecord]) -> Text:
+    """One aligned line per sample under a header. Plain columns, not a rich ``Table``: a table
+    measures every cell, which takes seconds at thousands of rows."""
+    rows = [_cells(r) for r in records]
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(_HEADERS)]
+
+    def cells(values: Sequence[str], columns: slice) -> str:
+        pairs = zip(_HEADERS[columns], values[columns], widths[columns], strict=True)
+        return "  ".join(v.rjust(w) if h in _RIGHT else v.ljust(w) for h, v, w in pairs)
+
+    ok = _HEADERS.index("ok")
+    text = Text(cells(_HEADERS, slice(None)).rstrip() + "\n", style="bold")
+    for row in rows:
+        text.append(cells(row, slice(ok)) + "  ")
+        text.append(row[ok].ljust(widths[ok]), style="green" if row[ok] == "✓" else "red")
+        text.append("  " + cells(row, slice(ok + 1, None)) + "\n")
+    return text
+
+
+def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> None:
+    """The transcript of (``task_id``, ``repeat``) and its verdict; only its trace is read."""
+    index = store.index()
+    [(_, trace)] = store.traces_of([(task_id, repeat)], index)
+    if trace is None:
+        raise ConfigError(_missing(store, task_id, repeat, index))
+    result = next((r for r in store.results() if r.key == (task_id, repeat)), None)
+    prompt = Panel(escape(trace["prompt"]), title=f"task {escape(task_id)}", expand=False)
+    console.print(prompt, soft_wrap=False)
+    for m in trace["messages"]:
+        to = f" → {', '.join(m['recipients'])}" if m.get("recipients") else ""
+        title = f"{escape(m['sender'])}{escape(to)} · round {m.get('round')} · {m.get('kind')}"
+        console.print(Panel(escape(m["content"]), title=title, title_align="left"), soft_wrap=False)
+    if result is not None:
+        verdict = "[green]correct[/]" if result.correct else "[red]wrong[/]"
+        extracted = result.score.extracted if result.score else None
+        console.print(
+            f"{verdict}: extracted {escape(str(extracted))}, gold {escape(str(result.gold))} · "
+            f"{int(result.usage.get('calls', 0))} calls, status {result.status}"
+            + (f" · {escape(result.error)}" if result.error else ""),
+            soft_wrap=False,
+        )
+
+
+def _missing(store: RunStore, task_id: str, repeat: int, index: Collection[Key]) -> str:
+    """Why there is no transcript for (``task_id``, ``repeat``), and what there is instead
+    (``index``: the keys that have one)."""
+    if repeats := sorted(r for t, r in index if t == task_id):
+        have = ", ".join(map(str, repeats))
+        return f"{store.dir}: task '{task_id}' has no repeat {repeat}; it has {have}"
+    ids = sorted({t for t, _ in index})
+    if not ids:
+        return f"{store.dir}: no transcripts yet (no sample has finished)"
+    close = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return (
+        f"{store.dir}: no task '{task_id}'; {hint}{len(ids)} tasks, "
+        f"from {ids[0]} to {ids[-1]} (`maslab show {store.dir}` lists them)"
+    )
