@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from maslab import moved
+from maslab import moved, version
 from maslab.lazy import lazy_exports
 
 moved.install()  # the flat layout's module paths still import
@@ -103,7 +103,7 @@ __getattr__, __dir__ = lazy_exports(
     },
 )
 
-__version__ = "0.1.0"
+__version__ = version.__version__
 
 __all__ = [
     "Agent",

@@ -409,7 +409,7 @@ def test_missing_file_and_bad_content_are_one_line_errors(tmp_path):
 
 def test_import_file_copies_valid_records_into_the_cache(cache, tmp_path):
     source = write_jsonl(tmp_path / "mine.jsonl", GSM8K_ROWS)
-    path = import_file("gsm8k", source)
+    path = import_file(get_benchmark("gsm8k")(), source)
     assert path == cache / "data" / "gsm8k" / "test.jsonl" == data_path("gsm8k")
     assert read_records(path) == GSM8K_ROWS
     bench = get_benchmark("gsm8k")()
@@ -417,14 +417,14 @@ def test_import_file_copies_valid_records_into_the_cache(cache, tmp_path):
     assert bench.load() == bench.load(data=source)
     assert bench.records() == GSM8K_ROWS
     # any split name works for imported data
-    import_file("gsm8k", source, split="dev")
+    import_file(get_benchmark("gsm8k")(), source, split="dev")
     assert [t.id for t in bench.load("dev")] == ["dev-0", "dev-1", "dev-2"]
 
 
 def test_import_file_rejects_bad_records_and_writes_nothing(cache, tmp_path):
     source = write_jsonl(tmp_path / "bad.jsonl", [GSM8K_ROWS[0], {"answer": "#### 1"}])
     with pytest.raises(ConfigError, match="record 2: missing field 'question'"):
-        import_file("gsm8k", source)
+        import_file(get_benchmark("gsm8k")(), source)
     assert not data_path("gsm8k").exists()
     with pytest.raises(ConfigError, match="invalid split name"):
         data_path("gsm8k", "../x")
@@ -457,7 +457,7 @@ def fake_hub(cache, monkeypatch) -> list[tuple]:
 
 
 def test_fetch_writes_the_cache_file(fake_hub, cache):
-    path = fetch("gsm8k")
+    path = fetch(get_benchmark("gsm8k")())
     assert fake_hub == [("openai/gsm8k", "main", "test")]
     assert path == cache / "data" / "gsm8k" / "test.jsonl"
     assert read_records(path) == GSM8K_ROWS
@@ -476,7 +476,7 @@ def test_hub_is_the_last_resort_and_maps_splits(fake_hub):
     assert len(get_benchmark("gsm8k")().load("train")) == 3
     assert fake_hub[-1] == ("openai/gsm8k", "main", "train")
     with pytest.raises(ConfigError, match="humaneval is not on the Hugging Face Hub"):
-        fetch("humaneval")
+        fetch(get_benchmark("humaneval")())
 
 
 def test_hub_failures_are_config_errors(cache, monkeypatch):
@@ -488,7 +488,7 @@ def test_hub_failures_are_config_errors(cache, monkeypatch):
     module.load_dataset = load_dataset
     monkeypatch.setitem(sys.modules, "datasets", module)
     with pytest.raises(ConfigError, match=r"^Hugging Face openai/gsm8k .*cannot load \(offline\)$"):
-        fetch("gsm8k")
+        fetch(get_benchmark("gsm8k")())
 
 
 # --- dataset hash ---------------------------------------------------------------------------------

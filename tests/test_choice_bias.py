@@ -65,10 +65,10 @@ def test_bad_records_are_one_line_errors(cache, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"question_id": 1, "templates": ["only", "two"]}]))
     with pytest.raises(ConfigError, match="record 1: 'templates' must be a list of three"):
-        import_file("discrim_eval_open", bad)
+        import_file(get_benchmark("discrim_eval_open")(), bad)
     bad.write_text(json.dumps([{"question_id": 1}]))
     with pytest.raises(ConfigError, match="missing field 'templates'"):
-        import_file("discrim_eval_open", bad)
+        import_file(get_benchmark("discrim_eval_open")(), bad)
 
 
 def test_the_hub_sources_are_the_papers_two_configs():

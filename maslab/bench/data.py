@@ -138,9 +138,9 @@ def data_path(name: str, split: str = defaults.SPLIT) -> Path:
     return cache_dir() / "data" / name / f"{split}.jsonl"
 
 
-def fetch(name: str, split: str = defaults.SPLIT) -> Path:
-    """Download ``split`` of benchmark ``name`` from the Hub into the cache; returns the file."""
-    benchmark = _registered(name)
+def fetch(benchmark: Benchmark, split: str = defaults.SPLIT) -> Path:
+    """Download ``split`` of ``benchmark`` from the Hub into the cache; returns the file."""
+    name = benchmark.name
     if benchmark.hub is None:
         raise ConfigError(f"{name} is not on the Hugging Face Hub; nothing to fetch")
     if split not in benchmark.splits:
@@ -151,18 +151,12 @@ def fetch(name: str, split: str = defaults.SPLIT) -> Path:
     return _write_jsonl(data_path(name, split), check_fields(benchmark, records, where))
 
 
-def import_file(name: str, path: str | Path, split: str = defaults.SPLIT) -> Path:
-    """Check a local file holds valid ``name`` records, then copy it into the cache as jsonl."""
-    benchmark = _registered(name)
+def import_file(benchmark: Benchmark, path: str | Path, split: str = defaults.SPLIT) -> Path:
+    """Check a local file holds valid ``benchmark`` records, then copy it into the cache as
+    jsonl."""
     records = check_fields(benchmark, read_records(path), str(path))
     make_tasks(benchmark, records, split, str(path))  # every record must make a task
-    return _write_jsonl(data_path(name, split), records)
-
-
-def _registered(name: str) -> Benchmark:
-    from maslab.bench.benchmark import get_benchmark  # the registry imports this module
-
-    return get_benchmark(name)()
+    return _write_jsonl(data_path(benchmark.name, split), records)
 
 
 def _write_jsonl(path: Path, records: Iterable[Record]) -> Path:

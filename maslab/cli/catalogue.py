@@ -137,6 +137,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_data(args: argparse.Namespace) -> int:
     from maslab.bench import data
+    from maslab.bench.benchmark import get_benchmark
 
     name = args.benchmark
     if args.action != "import" and args.file is not None:
@@ -145,11 +146,11 @@ def cmd_data(args: argparse.Namespace) -> int:
             f"`maslab data import {name} {args.file}`"
         )
     if args.action == "fetch":
-        path = data.fetch(name, args.split)
+        path = data.fetch(get_benchmark(name)(), args.split)
     elif args.action == "import":
         if args.file is None:
             raise ConfigError(f"maslab data import needs a FILE: maslab data import {name} FILE")
-        path = data.import_file(name, args.file, args.split)
+        path = data.import_file(get_benchmark(name)(), args.file, args.split)
     else:
         path = data.data_path(name, args.split)
         if not path.is_file():

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-import maslab
 from maslab import defaults
 from maslab.bench.benchmark import get_benchmark
 from maslab.bench.evaluation import Evaluator, get_evaluator, identity_options
@@ -58,6 +57,7 @@ from maslab.sandbox import (
     unsafe_no_sandbox,
 )
 from maslab.store.run_store import LEARNED_STATE, Manifest, ResultRecord, RunStore
+from maslab.version import __version__
 
 if TYPE_CHECKING:
     from maslab.harness.ray_backend import RayCluster
@@ -203,7 +203,7 @@ def _manifest(
         evaluator=evaluator,
         budget={k: v for k, v in asdict(config.budget()).items() if v is not None},
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        maslab_version=maslab.__version__,
+        maslab_version=__version__,
         git_commit=_git_commit(),
         python=platform.python_version(),
         evaluator_options={
