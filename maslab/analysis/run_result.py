@@ -22,6 +22,7 @@ from maslab.store.run_store import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from maslab.analysis.comparison import Comparison
     from maslab.analysis.stats import Summary
 
 # the flat table's columns, in order, with the type of their non-empty values
@@ -146,6 +147,13 @@ class RunResult:
         """The run's ``report.html``, if one was written."""
         path = self.dir / "report.html"
         return path if path.is_file() else None
+
+    def compare(self, other: RunResult, *, pair_by_id: bool = False) -> Comparison:
+        """``other`` (B) against this run (A), paired by task (see
+        :func:`maslab.analysis.comparison.compare`)."""
+        from maslab.analysis.comparison import compare
+
+        return compare(self, other, pair_by_id=pair_by_id)
 
     def to_records(self) -> list[dict[str, Any]]:
         """One flat dict per sample (see :func:`sample_rows`)."""

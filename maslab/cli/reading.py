@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from maslab.cli.console import console, number, output_file
-from maslab.errors import ConfigError, MaslabError
+from maslab.errors import ConfigError
 from maslab.store.run_store import existing_run
 
 
@@ -45,48 +45,16 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from maslab.analysis.stats import paired_comparison, summarize
+    from maslab.analysis.comparison import compare
+    from maslab.analysis.run_result import RunResult
 
-    a, b = existing_run(args.run_a), existing_run(args.run_b)
-    ma, mb = a.manifest(), b.manifest()
-    differ = [k for k in _SAME_DATA if getattr(ma, k) != getattr(mb, k)]
-    if differ and not args.pair_by_id:
-        raise MaslabError(
-            f"{a.dir} and {b.dir} ran on different data ({', '.join(differ)} differ), so a task "
-            "id need not name the same question in both; pass --pair-by-id to pair them anyway"
-        )
-    records_a, records_b = a.results(), b.results()
-    for store, records in ((a, records_a), (b, records_b)):
-        if not records:
-            raise ConfigError(f"{store.dir} has no results yet: nothing to compare")
-    if not {r.task_id for r in records_a} & {r.task_id for r in records_b}:
-        raise ConfigError(
-            f"{a.dir} and {b.dir} share no task: the comparison pairs each task's results"
-        )
-    p = paired_comparison(records_a, records_b)
-    lo, hi = p.ci
-    if differ:
-        console.print(f"[yellow]paired by task id although {', '.join(differ)} differ[/]")
-    console.print(
-        f"{p.n} paired tasks ({p.repeats_a} and {p.repeats_b} repeats): A {p.accuracy_a:.1%}, "
-        f"B {p.accuracy_b:.1%}, B − A = {p.difference:+.1%} [{lo:+.1%}, {hi:+.1%}]; "
-        f"A better on {p.a_only_correct} tasks, B better on {p.b_only_correct}; "
-        f"{'McNemar' if p.test == 'mcnemar' else 'paired permutation test'} p = {p.p_value:.4g}"
-        + (f" ({p.only_a} tasks only in A, {p.only_b} only in B)" if p.only_a or p.only_b else "")
-    )
-    spreads = [s.repeat_spread for s in (summarize(records_a), summarize(records_b))]
-    widest = max((high - low for low, high, _ in filter(None, spreads)), default=None)
-    if widest is not None and abs(p.difference) <= widest:
-        console.print(
-            f"the difference lies inside the run-to-run noise: single-repeat pass@1 varies by up "
-            f"to {widest:.1%} between repeats of one run, so a comparison on one repeat could "
-            "not tell a difference this large from chance"
-        )
+    a, b = (RunResult.read(existing_run(run)) for run in (args.run_a, args.run_b))
+    comparison = compare(a, b, pair_by_id=args.pair_by_id)
+    if comparison.warning:
+        console.print(f"[yellow]{comparison.warning}[/]")
+    for line in comparison.describe():
+        console.print(line)
     return 0
-
-
-# what must match for two runs' task ids to name the same questions
-_SAME_DATA = ("benchmark", "split", "dataset_hash", "benchmark_options")
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
