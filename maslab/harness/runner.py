@@ -1,4 +1,4 @@
-"""The sweep engine: one run = method x benchmark x model x config x repeats.
+"""The runner of one run (method x benchmark x model x config x repeats), resumable.
 
 Every (task, repeat) is an asyncio task. Two caps bound the work: ``concurrency`` model calls
 in flight across the run, and as many samples in flight. An endpoint takes ``concurrency`` as
