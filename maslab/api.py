@@ -17,10 +17,10 @@ import hashlib
 import logging
 import re
 import sys
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, Unpack
 
 import orjson
 from pydantic import ValidationError
@@ -32,9 +32,9 @@ from maslab.bench.evaluation import check_evaluator_options, identity_options
 from maslab.config_files import apply_overrides, validation_message
 from maslab.core.method import Method, get_method
 from maslab.core.roles import parse_model_roles, role_models
-from maslab.core.scheduling import Policy
 from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
 from maslab.errors import ConfigError, MaslabError
+from maslab.harness.options import RunKeywords, RunOptions
 from maslab.harness.runner import RunConfig, Runner
 from maslab.harness.shard import parse_shard, shard_out
 from maslab.harness.sweep import judge_options, unused_judge
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 
     from maslab.harness.ray_backend import RayCluster
 
-Overrides = Mapping[str, Any] | Sequence[str]
 Backend = Literal["local", "ray"]  # where samples are solved: this process, or Ray workers
 BACKENDS: tuple[Backend, ...] = ("local", "ray")
 
@@ -103,44 +102,18 @@ def run_config(
     benchmark: str,
     model: str | None = None,
     *,
-    split: str = defaults.SPLIT,
-    data: str | Path | None = None,
-    limit: int | None = None,
-    shuffle: bool = False,
-    repeats: int = defaults.REPEATS,
-    seed: int = defaults.SEED,
-    concurrency: int = defaults.CONCURRENCY,
-    scheduler: Policy = defaults.SCHEDULER,
-    config: Overrides | None = None,
-    model_roles: Mapping[str, Any] | Sequence[str] | None = None,
-    bench_options: Overrides | None = None,
-    temperature: float = defaults.TEMPERATURE,
-    max_tokens: int | None = None,
-    evaluator: str | None = None,
-    judge_model: str | None = None,
-    evaluator_options: Overrides | None = None,
-    max_calls: int | None = None,
-    max_sample_tokens: int | None = None,
-    max_sample_seconds: float | None = None,
-    endpoints: str | Path | None = None,
-    cache: bool | str | Path = True,
-    out: str | Path | None = None,
-    strict_sandbox: bool = False,
-    unsafe_no_sandbox: bool = False,
-    native: bool = True,
-    optimize_on: str | None = None,
-    optimize_limit: int | None = None,
-    shard: str | tuple[int, int] | None = None,
     flags: Mapping[str, str] | None = None,
+    **options: Unpack[RunKeywords],
 ) -> RunConfig:
-    """Check every option and build the run's config, before anything is written.
+    """Check every option (:class:`~maslab.harness.options.RunOptions`) and build the run's
+    config, before anything is written.
 
     ``model`` defaults to the embedded demo model, whose ``max_tokens`` defaults to
     :data:`~maslab.defaults.DEMO_MAX_TOKENS` (:data:`~maslab.defaults.MAX_TOKENS` for other
     models). ``config`` and ``bench_options`` override the method's settings and the
     benchmark's options: ``KEY=VALUE`` strings (values read as YAML) or a mapping (keys may
-    be dotted paths into nested settings, or values nested mappings). ``model_roles`` puts roles or
-    agents of the method on other models (:mod:`maslab.core.roles`): a mapping, or the CLI's
+    be dotted paths into nested settings, or values nested mappings). ``model_roles`` puts roles
+    or agents of the method on other models (:mod:`maslab.core.roles`): a mapping, or the CLI's
     ``NAME=MODEL`` strings. ``evaluator_options`` are the evaluator's constructor keywords
     (``KEY=VALUE`` strings or a mapping; ``judge_model`` is the ``judge`` one), checked
     against its signature. ``native=False`` keeps every call on the text protocol (no
@@ -152,81 +125,88 @@ def run_config(
     user's response cache, False for none, or a file. ``out``
     defaults to a directory under ``runs/<benchmark>/`` named by the run's identity, so the
     same options resume the same run. ``flags`` spells options in error messages (the CLI's
-    ``--out`` for ``out``); a one-line :class:`MaslabError` on any mistake.
+    ``--out`` for ``out``); a one-line :class:`MaslabError` on any mistake, a
+    :class:`TypeError` for a keyword that is no option.
     """
+    if unknown := sorted(options.keys() - RunOptions.model_fields.keys()):
+        raise TypeError(f"run_config() got an unexpected keyword argument {unknown[0]!r}")
+    try:
+        o = RunOptions.model_validate(options)
+    except ValidationError as exc:
+        raise MaslabError(validation_message(exc, "run")) from None
 
     def option(name: str) -> str:
         return (flags or {}).get(name, name)
 
     model = model or DEMO_MODEL
+    max_tokens = o.max_tokens
     if max_tokens is None:
         max_tokens = DEMO_MAX_TOKENS if model == DEMO_MODEL else defaults.MAX_TOKENS
     method_name, settings = _method_settings(method)
-    overridden = apply_overrides(settings, config or (), f"{method_name} {option('config')}")
+    overridden = apply_overrides(settings, o.config or (), f"{method_name} {option('config')}")
     method_object = get_method(method_name)(overridden)  # one-line error before any work
     method_config = method_object.config.model_dump(mode="json")  # what runs (a preset's too)
-    evaluator_name = evaluator or get_benchmark(benchmark).evaluator
-    extra = apply_overrides({}, evaluator_options or (), option("evaluator_options"))
-    if judge_model and "judge" in extra:
+    evaluator_name = o.evaluator or get_benchmark(benchmark).evaluator
+    extra = apply_overrides({}, o.evaluator_options or (), option("evaluator_options"))
+    if o.judge_model and "judge" in extra:
         raise ConfigError(
             f"give the judge once: {option('judge_model')} or {option('evaluator_options')} judge"
         )
-    judged = judge_options(evaluator_name, judge_model or extra.get("judge"))
-    if judge_model and not judged:
+    judged = judge_options(evaluator_name, o.judge_model or extra.get("judge"))
+    if o.judge_model and not judged:
         raise unused_judge(option("judge_model"), [evaluator_name])
     scoring = check_evaluator_options(
         evaluator_name, {**judged, **extra}, option("evaluator_options")
     )
+    model_roles = o.model_roles
     if model_roles is not None and not isinstance(model_roles, Mapping):
         model_roles = parse_model_roles(model_roles)
     roles = method_object.check_model_roles(model_roles)
-    for spec in filter(None, (model, judge_model, *role_models(roles))):
-        check_model(spec, endpoints)
-    if optimize_limit is not None and optimize_on is None:
+    for spec in filter(None, (model, o.judge_model, *role_models(roles))):
+        check_model(spec, o.endpoints)
+    if o.optimize_limit is not None and o.optimize_on is None:
         raise ConfigError(f"{option('optimize_limit')} needs {option('optimize_on')}")
-    if isinstance(shard, str):
-        shard = parse_shard(shard, option("shard"))
-    elif shard is not None:
-        shard = parse_shard("/".join(map(str, shard)), option("shard"))
-    if shard is not None and optimize_on is not None:
+    shard = o.shard if not isinstance(o.shard, tuple) else "/".join(map(str, o.shard))
+    shard = None if shard is None else parse_shard(shard, option("shard"))
+    if shard is not None and o.optimize_on is not None:
         raise ConfigError(
             f"{option('shard')} cannot go with {option('optimize_on')}: each shard would learn "
             "on its own"
         )
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
-        raise ConfigError(f"{option('out')} {out} is a file; name a run directory")
-    if cache is True:
-        cache = default_response_cache()
+    if o.out is not None and Path(o.out).exists() and not Path(o.out).is_dir():
+        raise ConfigError(f"{option('out')} {o.out} is a file; name a run directory")
+    cache = default_response_cache() if o.cache is True else o.cache
     fields: dict[str, Any] = {
         "method": method_name,
         "method_config": method_config,
         "benchmark": benchmark,
-        "benchmark_options": apply_overrides({}, bench_options or (), option("bench_options")),
-        "split": split,
-        "limit": limit,
-        "shuffle": shuffle,
-        "data": str(data) if data else None,
+        "benchmark_options": apply_overrides({}, o.bench_options or (), option("bench_options")),
+        "split": o.split,
+        "limit": o.limit,
+        "shuffle": o.shuffle,
+        "data": str(o.data) if o.data else None,
         "model": model,
         "model_roles": roles,
-        "endpoints": str(endpoints) if endpoints else None,
-        "sampling": {"temperature": temperature, "max_tokens": max_tokens},
-        "repeats": repeats,
-        "seed": seed,
-        "concurrency": concurrency,
-        "scheduler": scheduler,
-        "evaluator": evaluator,
+        "endpoints": str(o.endpoints) if o.endpoints else None,
+        "sampling": {"temperature": o.temperature, "max_tokens": max_tokens},
+        "repeats": o.repeats,
+        "seed": o.seed,
+        "concurrency": o.concurrency,
+        "scheduler": o.scheduler,
+        "evaluator": o.evaluator,
         "evaluator_options": scoring,
-        "max_calls": max_calls,
-        "max_tokens": max_sample_tokens,
-        "max_seconds": max_sample_seconds,
+        "max_calls": o.max_calls,
+        "max_tokens": o.max_sample_tokens,
+        "max_seconds": o.max_sample_seconds,
         "cache": str(cache) if cache else None,
-        "strict_sandbox": strict_sandbox,
-        "unsafe_no_sandbox": unsafe_no_sandbox,
-        "native": native,
-        "optimize_on": optimize_on,
-        "optimize_limit": optimize_limit,
+        "strict_sandbox": o.strict_sandbox,
+        "unsafe_no_sandbox": o.unsafe_no_sandbox,
+        "native": o.native,
+        "optimize_on": o.optimize_on,
+        "optimize_limit": o.optimize_limit,
         "shard": shard,
     }
+    out = o.out
     if out is None:
         out = default_out(fields)
         out = out if shard is None else shard_out(out, shard)
@@ -277,52 +257,25 @@ async def aevaluate(
     benchmark: str,
     model: str | None = None,
     *,
-    limit: int | None = None,
-    repeats: int = defaults.REPEATS,
-    config: Overrides | None = None,
-    model_roles: Mapping[str, Any] | None = None,
-    split: str = defaults.SPLIT,
-    data: str | Path | None = None,
-    shuffle: bool = False,
-    seed: int = defaults.SEED,
-    concurrency: int = defaults.CONCURRENCY,
-    scheduler: Policy = defaults.SCHEDULER,
-    bench_options: Overrides | None = None,
-    temperature: float = defaults.TEMPERATURE,
-    max_tokens: int | None = None,
-    evaluator: str | None = None,
-    judge_model: str | None = None,
-    evaluator_options: Overrides | None = None,
-    max_calls: int | None = None,
-    max_sample_tokens: int | None = None,
-    max_sample_seconds: float | None = None,
-    endpoints: str | Path | None = None,
-    cache: bool | str | Path = True,
-    out: str | Path | None = None,
-    strict_sandbox: bool = False,
-    unsafe_no_sandbox: bool = False,
-    native: bool = True,
-    optimize_on: str | None = None,
-    optimize_limit: int | None = None,
-    shard: str | tuple[int, int] | None = None,
     backend: Backend = "local",
     address: str | None = None,
     workers: int | None = None,
     shards: int | None = None,
     progress: bool | None = None,
+    **options: Unpack[RunKeywords],
 ) -> RunResult:
     """Run ``method`` on ``benchmark`` as ``maslab run`` does, in a running event loop
     (``await maslab.aevaluate(...)`` in a notebook); :func:`evaluate` is the blocking form.
 
     ``method`` is a registered name, or a registered Method class or instance (whose settings
-    ``config`` then overrides). The options are ``maslab run``'s (see :func:`run_config`);
+    ``config`` then overrides). The options are ``maslab run``'s
+    (:class:`~maslab.harness.options.RunOptions`, checked by :func:`run_config`);
     the budgets are ``max_calls``, ``max_sample_tokens`` and ``max_sample_seconds``;
     ``optimize_on`` (and ``optimize_limit``) run the method's optimisation step first;
     ``shard="i/N"`` runs shard i of N (merge the shards with :func:`maslab.harness.shard.merge`).
     ``backend="ray"`` solves the samples on Ray workers (:mod:`maslab.harness.ray_backend`): a
-    local Ray,
-    or the cluster at ``address`` (or ``$RAY_ADDRESS``), with ``workers`` worker slots (one per
-    CPU by default) and the samples dealt into ``shards`` shards. The run
+    local Ray, or the cluster at ``address`` (or ``$RAY_ADDRESS``), with ``workers`` worker
+    slots (one per CPU by default) and the samples dealt into ``shards`` shards. The run
     resumes when its directory holds finished samples, and ends with ``report.html`` written
     beside them. ``progress``: a live bar on stderr; by default only when stderr is a terminal
     (not in a notebook). Returns the run as a :class:`RunResult`.
@@ -335,39 +288,7 @@ async def aevaluate(
         )
     cluster = ray_cluster(backend, address=address, workers=workers, shards=shards)
     runner = Runner(
-        run_config(
-            method,
-            benchmark,
-            model,
-            split=split,
-            data=data,
-            limit=limit,
-            shuffle=shuffle,
-            repeats=repeats,
-            seed=seed,
-            concurrency=concurrency,
-            scheduler=scheduler,
-            config=config,
-            model_roles=model_roles,
-            bench_options=bench_options,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            evaluator=evaluator,
-            judge_model=judge_model,
-            evaluator_options=evaluator_options,
-            max_calls=max_calls,
-            max_sample_tokens=max_sample_tokens,
-            max_sample_seconds=max_sample_seconds,
-            endpoints=endpoints,
-            cache=cache,
-            out=out,
-            strict_sandbox=strict_sandbox,
-            unsafe_no_sandbox=unsafe_no_sandbox,
-            native=native,
-            optimize_on=optimize_on,
-            optimize_limit=optimize_limit,
-            shard=shard,
-        ),
+        run_config(method, benchmark, model, **options),
         cluster=cluster,
     )
     if progress is None:

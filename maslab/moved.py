@@ -1,4 +1,4 @@
-"""Where modules of maslab's flat layout went when it was regrouped into layers (0.2): the
+"""Where modules of maslab's flat layout went when it was regrouped into layers (CHANGELOG.md): the
 old paths stay importable as aliases of the new modules, so code written against them (plug-ins,
 notebooks) keeps working. New code imports the new paths."""
 

@@ -13,12 +13,15 @@ import argparse
 import inspect
 import typing
 
+import pytest
 from pydantic import BaseModel
 
 import maslab
+from maslab import MaslabError
 from maslab import api as harness
 from maslab.cli import build_parser
 from maslab.core.context import Sampling
+from maslab.harness.options import RunKeywords, RunOptions
 from maslab.harness.sweep import Sweep
 
 CLI, PYTHON, SWEEP = "maslab run", "evaluate", "sweep file"
@@ -95,11 +98,13 @@ def cli_options() -> set[str]:
 
 
 def python_options() -> set[str]:
-    blocking = set(inspect.signature(maslab.evaluate).parameters)
-    assert blocking == set(inspect.signature(maslab.aevaluate).parameters)
-    # what evaluate passes to run_config, which builds the run's config: one set of names
-    assert set(inspect.signature(harness.run_config).parameters) - {"flags"} <= blocking
-    return blocking
+    """evaluate's and aevaluate's parameters, their ``**options`` read from its TypedDict."""
+    signature = inspect.signature(maslab.aevaluate)
+    assert signature.parameters == inspect.signature(maslab.evaluate).parameters
+    named = {p.name for p in signature.parameters.values() if p.kind != p.VAR_KEYWORD}
+    (keywords,) = (p for p in signature.parameters.values() if p.kind == p.VAR_KEYWORD)
+    (typed_dict,) = typing.get_args(typing.get_type_hints(maslab.aevaluate)[keywords.name])
+    return named | set(typed_dict.__annotations__)
 
 
 def model_keys(model: type[BaseModel], prefix: str = "") -> set[str]:
@@ -119,6 +124,34 @@ def sweep_options() -> set[str]:
     assert "sampling" in keys  # a mapping the Sampling model checks: its keys are the options
     keys = (keys - {"sampling"}) | {f"sampling.{key}" for key in Sampling.model_fields}
     return {SWEEP_NAMES.get(key, key.split("[].")[-1]) for key in keys}
+
+
+def test_the_keywords_spell_the_options_model_exactly():
+    """RunKeywords (for type checkers) and RunOptions (the definition): the same names, the
+    same types."""
+    assert typing.get_type_hints(RunKeywords) == {
+        name: field.annotation for name, field in RunOptions.model_fields.items()
+    }
+
+
+def test_run_config_takes_exactly_the_options_model():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'limt'"):
+        harness.run_config("vanilla", "arith", "scripted:echo", limt=3)
+    with pytest.raises(MaslabError, match="limit"):
+        harness.run_config("vanilla", "arith", "scripted:echo", limit=0)
+
+
+def test_each_surface_has_every_option_of_the_model():
+    """Every RunOptions field (and the method, benchmark and model) on each surface, unless
+    :data:`ONLY_ON` says why not; and no surface has an option the model lacks, beyond those
+    :data:`ONLY_ON` lists (how a run is executed or shown, not what it is)."""
+    model = {"method", "benchmark", "model", *RunOptions.model_fields}
+    for surface, names in (
+        (CLI, cli_options()), (PYTHON, python_options()), (SWEEP, sweep_options())
+    ):  # fmt: skip
+        expected = {o for o in model if surface in ONLY_ON.get(o, (EVERYWHERE, ""))[0]}
+        assert expected <= names, f"{surface} lacks {sorted(expected - names)}"
+        assert names <= model | ONLY_ON.keys(), f"{surface} has {sorted(names - model)}"
 
 
 def test_run_options_are_the_same_on_the_cli_in_python_and_in_a_sweep_file():
