@@ -13,22 +13,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-import hashlib
 import logging
-import re
 import sys
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, Unpack
 
-import orjson
 from pydantic import ValidationError
 
 from maslab import defaults
 from maslab.analysis.run_result import RunResult, run_label
 from maslab.bench.benchmark import get_benchmark
-from maslab.bench.evaluation import check_evaluator_options, identity_options
+from maslab.bench.evaluation import check_evaluator_options
 from maslab.config_files import apply_overrides, validation_message
 from maslab.core.method import Method, get_method
 from maslab.core.roles import parse_model_roles, role_models
@@ -36,7 +33,7 @@ from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
 from maslab.errors import ConfigError, MaslabError
 from maslab.harness.options import RunKeywords, RunOptions
 from maslab.harness.runner import RunConfig, Runner
-from maslab.harness.shard import parse_shard, shard_out
+from maslab.harness.shard import parse_shard
 from maslab.harness.sweep import judge_options, unused_judge
 from maslab.llm.registry import check_model
 from maslab.paths import default_response_cache
@@ -50,32 +47,6 @@ Backend = Literal["local", "ray"]  # where samples are solved: this process, or 
 BACKENDS: tuple[Backend, ...] = ("local", "ray")
 
 log = logging.getLogger(__name__)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60]
-
-
-def default_out(config: Mapping[str, Any]) -> Path:
-    """A stable directory per run identity, so running the same run again resumes it."""
-    keys = ("method", "method_config", "benchmark", "benchmark_options", "split", "model",
-            "sampling", "seed", "evaluator", "data", "shuffle", "max_calls", "max_tokens",
-            "max_seconds")  # fmt: skip
-    identity = {k: config.get(k) for k in keys}
-    if config.get("model_roles"):  # only when set: runs without keep their directories
-        identity["model_roles"] = config["model_roles"]
-    if config.get("native") is False:  # likewise
-        identity["native"] = False
-    evaluator = config.get("evaluator") or get_benchmark(config["benchmark"]).evaluator
-    if scoring := identity_options(evaluator, config.get("evaluator_options") or {}):
-        identity["evaluator_options"] = scoring  # likewise: other judges, other scores
-    if config.get("optimize_on"):  # likewise: another optimisation, another learned state
-        identity["optimize"] = [config["optimize_on"], config.get("optimize_limit")]
-    digest = hashlib.sha256(
-        orjson.dumps(identity, option=orjson.OPT_SORT_KEYS, default=str)
-    ).hexdigest()[:8]
-    name = f"{_slug(config['method'])}__{_slug(config['model'])}__{digest}"
-    return Path("runs") / _slug(config["benchmark"]) / name
 
 
 def _method_settings(method: str | Method | type[Method]) -> tuple[str, dict[str, Any]]:
@@ -122,11 +93,11 @@ def run_config(
     the test samples; it may share no task with ``split``. ``shard`` (``"i/N"`` or (i, N))
     runs only shard i of N of the tasks, by default into the whole run's directory suffixed
     ``-shard-i-of-N`` (:mod:`maslab.harness.shard`). ``cache`` is True for the
-    user's response cache, False for none, or a file. ``out``
-    defaults to a directory under ``runs/<benchmark>/`` named by the run's identity, so the
-    same options resume the same run. ``flags`` spells options in error messages (the CLI's
-    ``--out`` for ``out``); a one-line :class:`MaslabError` on any mistake, a
-    :class:`TypeError` for a keyword that is no option.
+    user's response cache, False for none, or a file. ``out`` defaults to a directory under
+    ``runs/<benchmark>/`` named by the run's identity
+    (:meth:`~maslab.store.run_store.Manifest.directory`), so the same run resumes there.
+    ``flags`` spells options in error messages (the CLI's ``--out`` for ``out``). A one-line
+    :class:`MaslabError` on any mistake, a :class:`TypeError` for a keyword that is no option.
     """
     if unknown := sorted(options.keys() - RunOptions.model_fields.keys()):
         raise TypeError(f"run_config() got an unexpected keyword argument {unknown[0]!r}")
@@ -206,11 +177,7 @@ def run_config(
         "optimize_limit": o.optimize_limit,
         "shard": shard,
     }
-    out = o.out
-    if out is None:
-        out = default_out(fields)
-        out = out if shard is None else shard_out(out, shard)
-    fields["out"] = str(out)
+    fields["out"] = None if o.out is None else str(o.out)  # None: the identity's directory
     try:
         return RunConfig.model_validate(fields)
     except ValidationError as exc:

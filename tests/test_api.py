@@ -25,6 +25,7 @@ from maslab.config_files import apply_overrides
 from maslab.core.method import Method, MethodConfig
 from maslab.core.task import Solution
 from maslab.defaults import DEMO_MODEL
+from maslab.harness.runner import Runner
 from maslab.methods.llm_debate import LLMDebate
 from maslab.store.run_store import ResultRecord
 from maslab.testing.fake_server import FakeOpenAIServer
@@ -262,7 +263,9 @@ def test_run_config_defaults_to_the_demo_model_with_short_answers():
     config = run_config("vanilla", "arith")
     assert config.model == DEMO_MODEL and config.sampling["max_tokens"] == 256
     assert run_config("vanilla", "arith", SCRIPTED).sampling["max_tokens"] == 2048
-    assert config.out.startswith("runs/arith/vanilla__local-smollm2-135m__")
+    assert config.out is None  # the runner names it by the run's identity:
+    named = Runner(run_config("vanilla", "arith", "scripted:echo")).config.out
+    assert named is not None and named.startswith("runs/arith/vanilla__scripted-echo__")
 
 
 def test_without_a_model_a_note_names_the_demo_model(caplog):

@@ -503,3 +503,17 @@ def test_dataset_hash_covers_ids_questions_golds_and_choices(tmp_path):
     assert Benchmark.dataset_hash(changed) != digest
     reordered = [tasks[0].model_copy(update={"choices": tasks[0].choices[::-1]}), *tasks[1:]]
     assert Benchmark.dataset_hash(reordered) != digest
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"instruction": "Answer in French."}, {"tests": ("assert True",)},
+     {"metadata": {"entry_point": "f"}}, {"answer_type": "text"}],
+    ids=["instruction", "tests", "metadata", "answer_type"],
+)  # fmt: skip
+def test_dataset_hash_covers_everything_that_changes_a_task(change):
+    """A new instruction or other tests are another task: a run may not resume across them."""
+    tasks = load("mmlu", FIXTURES / "mmlu.json")
+    changed = [tasks[0].model_copy(update=change), *tasks[1:]]
+    assert Benchmark.dataset_hash(changed) != Benchmark.dataset_hash(tasks)
+    assert Benchmark.dataset_hash(tasks[::-1]) != Benchmark.dataset_hash(tasks)  # the order too

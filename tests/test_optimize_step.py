@@ -17,7 +17,7 @@ from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, get_method, register_method
 from maslab.core.task import Solution, Task
 from maslab.errors import ConfigError, MaslabError
-from maslab.harness.runner import OptimizationFailed
+from maslab.harness.runner import OptimizationFailed, Runner
 from maslab.harness.sweep import load_sweep
 from maslab.store.run_store import RunStore
 
@@ -102,12 +102,15 @@ def test_a_rerun_loads_the_learned_state_without_optimising_again(tmp_path):
 
 def test_the_optimisation_is_part_of_the_run_identity():
     base = {"method": "toy_learner", "benchmark": "arith", "model": "scripted:echo"}
+
+    def out(**options: object) -> str | None:
+        return Runner(run_config(**base, **options)).config.out
+
     dirs = {
-        run_config(**base, **options).out
-        for options in ({}, {"optimize_on": "dev"}, {"optimize_on": "dev", "optimize_limit": 5})
+        out(**o) for o in ({}, {"optimize_on": "dev"}, {"optimize_on": "dev", "optimize_limit": 5})
     }
     assert len(dirs) == 3
-    assert run_config(**base).out == run_config(**base, optimize_on=None).out
+    assert out() == out(optimize_on=None)
 
 
 def test_a_run_refuses_another_optimisation_in_its_directory(tmp_path):

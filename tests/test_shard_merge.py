@@ -157,9 +157,10 @@ def test_a_whole_run_is_not_a_shard(whole: Path, shards: list[Path], tmp_path: P
 
 def test_default_shard_directory_is_beside_the_whole_run() -> None:
     from maslab.api import run_config
+    from maslab.harness.runner import Runner
 
-    whole = Path(run_config("dylan", "arith", "scripted:echo").out)
-    shard = Path(run_config("dylan", "arith", "scripted:echo", shard="2/4").out)
+    whole = Path(str(Runner(run_config("dylan", "arith", "scripted:echo")).config.out))
+    shard = Path(str(Runner(run_config("dylan", "arith", "scripted:echo", shard="2/4")).config.out))
     assert shard == whole.with_name(f"{whole.name}-shard-2-of-4")
 
 

@@ -120,11 +120,10 @@ def make_tasks(benchmark: Benchmark, records: list[Record], split: str, where: s
 
 
 def dataset_hash(tasks: Iterable[Task]) -> str:
-    """First 16 hex digits of a sha256 over the tasks' id, question, gold and choices."""
-    rows = [
-        {"id": t.id, "question": t.question, "gold": t.gold, "choices": t.choices} for t in tasks
-    ]
-    blob = json.dumps(rows, ensure_ascii=False, sort_keys=True).encode()
+    """First 16 hex digits of a sha256 over every field of the tasks, in order: anything that
+    changes a task (its instruction, tests and metadata too) or their order changes it."""
+    rows = [task.model_dump(mode="json") for task in tasks]
+    blob = json.dumps(rows, ensure_ascii=False, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 

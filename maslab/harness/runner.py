@@ -47,7 +47,7 @@ from maslab.harness.samples import (
     trace,
     usage_fields,
 )
-from maslab.harness.shard import shard_tasks
+from maslab.harness.shard import shard_out, shard_tasks
 from maslab.llm.registry import ModelPool
 from maslab.sandbox import (
     isolation_refusal,
@@ -120,7 +120,8 @@ class RunConfig(BaseModel):
             the test samples; it may share no task with ``split`` (by id or question text).
         optimize_limit: Optimise on the first ``optimize_limit`` tasks of ``optimize_on``.
         shard: (i, N): run only shard i of N of the tasks (see :mod:`maslab.harness.shard`).
-        out: The run directory (created, or resumed).
+        out: The run directory (created, or resumed); None: the one the run's identity names
+            (:meth:`~maslab.store.run_store.Manifest.directory`), so the same run resumes.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -154,7 +155,7 @@ class RunConfig(BaseModel):
     optimize_on: str | None = None
     optimize_limit: int | None = Field(None, ge=1)
     shard: tuple[int, int] | None = None
-    out: str
+    out: str | None = None
 
     @field_validator("sampling")
     @classmethod
@@ -309,7 +310,6 @@ class Runner:
         self._check_golds()
         for spec in (config.model, *role_models(config.model_roles)):
             self.models.get(spec)  # a bad spec or a missing key fails here, not per sample
-        self.store = RunStore(config.out)
         self.todo: list[tuple[Task, int]] | None = None
         self.manifest = _manifest(
             config,
@@ -319,6 +319,11 @@ class Runner:
             optimize,
             self.models.binding_caps(),
         )
+        if config.out is None:  # the directory the run's identity names
+            out = self.manifest.directory()
+            out = out if config.shard is None else shard_out(out, config.shard)
+            self.config = config = config.model_copy(update={"out": str(out)})
+        self.store = RunStore(config.out)
         self._succeeded = False
         self._endpoint_failures = 0
 

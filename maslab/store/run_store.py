@@ -23,8 +23,10 @@ has succeeded; a re-run loads it instead of optimising again).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -150,6 +152,15 @@ class Manifest(BaseModel):
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.IDENTITY}
 
+    def directory(self) -> Path:
+        """The run's default directory, ``runs/<benchmark>/<method>__<model>__<digest>``, the
+        digest over its :meth:`identity`: running the same run again resumes it there."""
+        digest = hashlib.sha256(
+            orjson.dumps(self.identity(), option=orjson.OPT_SORT_KEYS, default=str)
+        ).hexdigest()[:8]
+        name = f"{_slug(self.method)}__{_slug(self.model)}__{digest}"
+        return Path("runs") / _slug(self.benchmark) / name
+
     def identity_differences(self, other: Manifest) -> list[str]:
         """The identity fields in which ``other`` differs from this manifest."""
         return [k for k in self.IDENTITY if getattr(self, k) != getattr(other, k)]
@@ -179,6 +190,10 @@ class Manifest(BaseModel):
         if self.task_ids is None:
             return None
         return {(task, repeat) for task in self.task_ids for repeat in range(self.repeats)}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60]
 
 
 _SKIPPED: set[tuple[Path, int, str]] = set()

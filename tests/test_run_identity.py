@@ -1,0 +1,72 @@
+"""What identifies a run is declared once (``Manifest.IDENTITY``) and used by resume, merge and
+the default run directory; every option is either part of it or listed here as not, with why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from maslab.api import run_config
+from maslab.harness.runner import RunConfig, Runner
+from maslab.store.run_store import Manifest
+
+# RunConfig fields outside the identity, and why: the same run, resumed or extended under them.
+NOT_IDENTITY = {
+    "limit": "a larger limit extends the same run (the dataset hash covers the whole split)",
+    "repeats": "more repeats extend the same run",
+    "concurrency": "how fast, not what",
+    "scheduler": "orders calls, never changes them",
+    "endpoints": "where a model is served; the model spec is in the identity",
+    "cache": "replays what the same calls returned",
+    "strict_sandbox": "refuses to start or not; runs the same",
+    "unsafe_no_sandbox": "likewise",
+    "shard": "a shard is part of the whole run, merged back by identity",
+    "out": "where the run is, not what",
+}
+# RunConfig fields the identity holds under another name, or through the dataset hash.
+FOLDED = {
+    "benchmark_options": "dataset_hash",  # they change the tasks, which the hash covers
+    "data": "dataset_hash",
+    "shuffle": "dataset_hash",  # the order of the split, which the hash covers
+    "max_calls": "budget",
+    "max_tokens": "budget",
+    "max_seconds": "budget",
+    "optimize_on": "optimize",
+    "optimize_limit": "optimize",
+}
+
+
+def test_every_run_option_is_in_the_identity_or_said_not_to_be():
+    identity = set(Manifest.IDENTITY)
+    for name in RunConfig.model_fields:
+        held = name in identity or FOLDED.get(name) in identity
+        assert held != (name in NOT_IDENTITY), f"{name}: in the identity, or in NOT_IDENTITY"
+    assert set(FOLDED.values()) <= identity
+
+
+BASE = {"method": "vanilla", "benchmark": "arith", "model": "scripted:echo"}
+SCRIPT = Path(__file__).parent / "fixtures" / "cli" / "answers.yaml"
+
+
+def directory(**options: object) -> Path:
+    return Path(str(Runner(run_config(**{**BASE, **options})).config.out))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"seed": 1}, {"temperature": 0.9}, {"method": "llm_debate"}, {"model": f"scripted:{SCRIPT}"},
+     {"max_calls": 4}, {"bench_options": {"difficulty": 4}}, {"shuffle": True},
+     {"native": False}, {"evaluator": "exact"}],
+    ids=lambda options: next(iter(options)),
+)  # fmt: skip
+def test_an_identity_change_is_another_directory(options):
+    assert directory(**options) != directory()
+
+
+@pytest.mark.parametrize(
+    "options", [{"limit": 3}, {"repeats": 2}, {"concurrency": 2}, {"cache": False}],
+    ids=lambda options: next(iter(options)),
+)  # fmt: skip
+def test_what_is_not_identity_keeps_the_directory(options):
+    assert directory(**options) == directory()
