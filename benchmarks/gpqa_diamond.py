@@ -25,7 +25,9 @@ class GPQADiamond(ChoiceBenchmark):
     hub = HubSource("Idavidrein/gpqa", "gpqa_diamond", {"test": "train"})
 
     def to_task(self, record: dict[str, Any], index: int, split: str) -> Task:
-        metadata = {key: record[key] for key in ("High-level domain", "Subdomain") if key in record}
+        metadata: dict[str, Any] = {
+            key: record[key] for key in ("High-level domain", "Subdomain") if key in record
+        }
         return self.choice_task(
             self.task_id(record, index, split),
             record["Question"],

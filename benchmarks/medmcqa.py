@@ -28,7 +28,9 @@ class MedMCQA(ChoiceBenchmark):
         return record["choice_type"] != "multi"
 
     def to_task(self, record: dict[str, Any], index: int, split: str) -> Task:
-        metadata = {key: record[key] for key in ("subject_name", "topic_name") if key in record}
+        metadata: dict[str, Any] = {
+            key: record[key] for key in ("subject_name", "topic_name") if key in record
+        }
         return self.choice_task(
             self.task_id(record, index, split),
             record["question"],

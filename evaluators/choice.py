@@ -17,7 +17,7 @@ class ChoiceEvaluator(Evaluator):
 
     def check_gold(self, task: Task) -> None:
         gold = normalize_answer(gold_of(task), "choice")
-        letters = string.ascii_uppercase[: len(task.choices) or None]
+        letters = string.ascii_uppercase[: len(task.choices or ()) or None]
         if len(gold) != 1 or gold not in letters:
             raise ConfigError(f"task {task.id}: gold {task.gold!r} is not an option letter")
 

@@ -162,14 +162,14 @@ def bias_summary(run: RunResult | Iterable[ResultRecord]) -> list[dict[str, Any]
     the mean of each metric (``gini``, ``variance``, ``entropy``, ``kl_uniform``) and
     ``relative_gini``, the mean Gini over position 1's mean Gini (None when that is 0), the
     paper's relative Gini. A finished run: ``bias_summary(maslab.load_run(path))``."""
-    records: Iterable[ResultRecord] = getattr(run, "records", run)
+    records: Iterable[ResultRecord] = run.records if hasattr(run, "records") else run
     by_position: dict[int, list[dict[str, Any]]] = {}
     for record in records:
         if record.score is None:
             continue
         for row in record.score.details.get("positions", []):
             by_position.setdefault(row["position"], []).append(row)
-    summary = [
+    summary: list[dict[str, Any]] = [
         {
             "position": k,
             "samples": len(rows),

@@ -137,8 +137,8 @@ def run_config(
         check_model(spec, o.endpoints)
     if o.optimize_limit is not None and o.optimize_on is None:
         raise ConfigError(f"{option('optimize_limit')} needs {option('optimize_on')}")
-    shard = o.shard if not isinstance(o.shard, tuple) else "/".join(map(str, o.shard))
-    shard = None if shard is None else parse_shard(shard, option("shard"))
+    given = "/".join(map(str, o.shard)) if isinstance(o.shard, tuple) else o.shard
+    shard = None if given is None else parse_shard(given, option("shard"))
     if shard is not None and o.optimize_on is not None:
         raise ConfigError(
             f"{option('shard')} cannot go with {option('optimize_on')}: each shard would learn "
@@ -303,7 +303,7 @@ def _run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coroutine)
-    running: concurrent.futures.Future[Callable[[], None]] = concurrent.futures.Future()
+    running: concurrent.futures.Future[Callable[[], object]] = concurrent.futures.Future()
 
     async def main() -> T:
         cancel = asyncio.current_task().cancel  # type: ignore[union-attr]

@@ -22,7 +22,7 @@ from functools import cache
 from importlib.metadata import EntryPoints, entry_points
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from maslab.errors import ConfigError, MaslabError
 from maslab.secrets import redact
@@ -38,8 +38,14 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+class _EntryPointGroups(Protocol):
+    """What ``entry_points()`` returns: ``EntryPoints`` (3.12+), ``SelectableGroups`` before."""
+
+    def select(self, *, group: str) -> EntryPoints: ...
+
+
 @cache
-def _installed_entry_points() -> EntryPoints:
+def _installed_entry_points() -> _EntryPointGroups:
     """Every installed distribution's entry points, read once per process (reading them is a
     walk over every distribution's metadata: once, not once per group)."""
     return entry_points()
@@ -52,7 +58,7 @@ class PluginGroup:
     factory); it raises to refuse one, which is then reported like a failed import.
     """
 
-    def __init__(self, group: str, add: Callable[[str, Any], None]) -> None:
+    def __init__(self, group: str, add: Callable[[str, Any], object]) -> None:
         self.group = group
         self.add = add
         self._loaded = False

@@ -7,12 +7,19 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from maslab.errors import ConfigError
 from maslab.plugins import PluginGroup
 
-C = TypeVar("C", bound=type)
+
+class _Named(Protocol):
+    """What a registry holds the classes of: a registered name, set by :meth:`Registry.register`."""
+
+    name: ClassVar[str]
+
+
+C = TypeVar("C", bound=type[_Named])
 
 
 class Registry(Generic[C]):

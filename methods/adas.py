@@ -338,6 +338,8 @@ class ADAS(Method):
                 raise ValueError("each seed agent at most once")
             return seeds
 
+    config: Config
+
     class LearnedState(MethodState):
         archive: list[ArchivedAgent] = Field(min_length=1)
 

@@ -336,6 +336,8 @@ class AFlow(Method):
         parallel_runs: int = Field(4, ge=1)
         """Sandbox runs at once while evaluating."""
 
+    config: Config
+
     class LearnedState(MethodState):
         workflows: list[Workflow] = Field(min_length=1)
         best: StrictInt

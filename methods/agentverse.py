@@ -238,6 +238,8 @@ class AgentVerse(Method):
         max_criticizing_rounds: int = Field(3, ge=1)
         """R: critique rounds per discussion at most."""
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered(CRITIC, self.config.experts - 1)
 

@@ -178,6 +178,8 @@ class AutoGen(Method):
         timeout_seconds: float = Field(10, gt=0)
         """Wall-clock and CPU limit of each sandbox run."""
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         topology = Topology(name="autogen")

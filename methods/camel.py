@@ -213,6 +213,8 @@ class Camel(Method):
                 raise ValueError("options > 1 needs with_critic=True (someone must choose)")
             return self
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         k = cfg.options

@@ -227,6 +227,8 @@ class ChatDev(Method):
         test_cycles: int = Field(3, ge=0)
         """n: fixes after failing tests (ChatDev's and MASLab's Test: 3)."""
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         ctx.topology = chatdev_topology()

@@ -248,6 +248,8 @@ class CollabPair(Method):
         turn_cap: int = Field(50, ge=1)
         mode: Literal["pair", "solo_full", "solo_distributed"] = "pair"
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return NAMES if self.config.mode == "pair" else (SOLO,)
 

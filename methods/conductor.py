@@ -278,6 +278,8 @@ class Conductor(Method):
                 raise ValueError(f"tool names {taken} are taken by the team")
             return names
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         team = Team(ctx, cfg)

@@ -298,6 +298,8 @@ class DyLAN(Method):
                 raise ValueError(f"team_size {self.team_size} exceeds the pool's {len(self.pool)}")
             return self
 
+    config: Config
+
     class LearnedState(MethodState):
         team: list[str] = Field(min_length=1)
         pool_importance: dict[str, FiniteNumber]

@@ -143,7 +143,7 @@ def read_team(text: str, limit: int, fallback: str) -> tuple[list[Subtask], bool
             kept[key] = item
     if not kept:
         return [Subtask("1", fallback, ())], reply is not None
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from(kept)
     for key, item in kept.items():
         for dep in item.depends_on:
@@ -314,6 +314,8 @@ class EvoMAC(Method):
         """K: sub-tasks (programmers) per team."""
         max_tests: int = Field(4, ge=1)
         """Unit tests the tester may write (the prompt's examples come on top)."""
+
+    config: Config
 
     def agent_names(self) -> tuple[str, ...]:
         return numbered(PROGRAMMER, self.config.max_subtasks)

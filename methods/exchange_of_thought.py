@@ -135,6 +135,8 @@ class ExchangeOfThought(Method):
         paradigm: Paradigm = "memory"
         max_rounds: int = Field(5, ge=1)
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         names = list(PERSONAS)

@@ -164,6 +164,8 @@ class FreeDiscussion(Method):
                 raise ValueError("names must be distinct and non-empty")
             return self
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered(PARTICIPANT, self.config.agents)
 

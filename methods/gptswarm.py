@@ -127,6 +127,8 @@ class GPTSwarm(Method):
         evaluator: str | None = None
         """The evaluator of the rewards; None: by answer type (numeric, math, choice, ...)."""
 
+    config: Config
+
     class LearnedState(MethodState):
         format: Literal["gptswarm/1"]
         policy: EdgePolicyState

@@ -189,6 +189,8 @@ class GraphGRPO(Method):
         evaluator: str | None = None
         """The reward's evaluator; None: by answer type (numeric, math, choice, code, exact)."""
 
+    config: Config
+
     class LearnedState(MethodState):
         format: Literal["graph-grpo/1"]
         policy: EdgePolicyState

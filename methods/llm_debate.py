@@ -69,6 +69,8 @@ class LLMDebate(Method):
         rounds: int = Field(2, ge=1)
         aggregate: Literal["majority", "llm"] = "majority"
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered("debater", self.config.agents)
 

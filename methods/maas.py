@@ -203,6 +203,8 @@ class MaAS(Method):
                 raise ValueError("at least one operator besides early_exit is needed")
             return operators
 
+    config: Config
+
     class LearnedState(MethodState):
         controller: ChoicePolicyState
         mean_reward: list[FiniteNumber]

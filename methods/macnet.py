@@ -147,6 +147,8 @@ class MacNet(Method):
         personas: bool = True
         depth_temperature: bool = True
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered("node", self.config.agents, start=0)
 

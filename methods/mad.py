@@ -153,6 +153,8 @@ class MAD(Method):
     class Config(MethodConfig):
         max_rounds: int = Field(3, ge=1)
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         rounds = self.config.max_rounds
         topology = Topology(name="mad")

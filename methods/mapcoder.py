@@ -262,6 +262,8 @@ class MapCoder(Method):
         k: int = Field(3, ge=1)
         t: int = Field(5, ge=0)
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         if task.answer_type != "code":
             raise ConfigError(

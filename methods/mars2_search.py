@@ -164,6 +164,8 @@ class Mars2Search(Method):
         nodes: int = Field(8, ge=1)
         stop_on_pass: bool = True
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered("agent", self.config.agents)
 

@@ -201,6 +201,8 @@ class MasGpt(Method):
         time_limit: float = Field(LIMITS.wall_seconds, gt=0)
         """Wall seconds of one program run, its waits for the model included."""
 
+    config: Config
+
     def check_model_roles(self, model_roles: Mapping[str, Any] | None) -> ModelRoles:
         """As :meth:`Method.check_model_roles`, and ``program/<name>`` names an agent of the
         program (whose names are only known once it runs)."""

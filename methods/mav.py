@@ -277,6 +277,8 @@ class MultiAgentVerification(Method):
             """m, the verifiers of a sample."""
             return self.draw or len(self.aspects)
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered(GENERATOR, self.config.n) + numbered(VERIFIER, self.config.verifiers)
 

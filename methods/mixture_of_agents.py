@@ -75,6 +75,8 @@ class MixtureOfAgents(Method):
         proposers: int = Field(6, ge=1)
         """n: the proposers of every layer."""
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered("proposer", self.config.proposers)
 

@@ -91,7 +91,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field
 
@@ -412,7 +412,7 @@ class _Search:
             self.best = plan
             self.ctx.propose(plan.text, score=plan.score, verified=True)
 
-    async def ask(self, name: str, prompt: str, round: int, kind: str, **params: object) -> str:
+    async def ask(self, name: str, prompt: str, round: int, kind: str, **params: Any) -> str:
         message = await self.agents[name].reply(
             prompt, round=round, kind=kind, remember=False, **params
         )
@@ -520,7 +520,8 @@ class _Search:
         )
         best = await self.verify(initial, self.order(), 0)
         self.offer(best)
-        bandit, history = Bandit.start(cfg.prior_weight), []
+        bandit = Bandit.start(cfg.prior_weight)
+        history: list[dict[str, object]] = []
         while best.score < cfg.threshold and len(history) < cfg.max_iterations:
             t = len(history) + 1
             params = json_params(self.agents[SELECTOR].model, "prior", PRIOR_SCHEMA)
@@ -595,6 +596,8 @@ class PlanGEN(Method):
         """M, the cap on the exploration term."""
         sample_temperature: float = Field(0.7, ge=0, le=2)
         agent_temperature: float = Field(0.0, ge=0, le=2)
+
+    config: Config
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config

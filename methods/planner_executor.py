@@ -110,6 +110,8 @@ class PlannerExecutor(Method):
         )
         max_steps: int = Field(5, ge=1)
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered(ACTION, self.config.max_steps)
 

@@ -160,6 +160,8 @@ class Reflexion(Method):
         memory: int = Field(3, ge=1)
         max_tests: int = Field(6, ge=1)
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         topology = Topology(name="reflexion")

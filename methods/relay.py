@@ -54,6 +54,8 @@ class Relay(Method):
         side: Literal[0, 1] = 0
         turn_cap: int = Field(50, ge=1)
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         first, then = (STRONG, WEAK) if cfg.variant == "strong_primer" else (WEAK, STRONG)

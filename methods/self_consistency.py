@@ -51,6 +51,8 @@ class SelfConsistency(Method):
         k: int = Field(5, ge=1)
         aggregate: Literal["majority", "llm"] = "majority"
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered("sample", self.config.k)
 

@@ -163,6 +163,8 @@ class SelfOrgTeam(Method):
                     raise ValueError(f"speakers must be at most members ({self.members})")
             return self
 
+    config: Config
+
     def agent_names(self) -> tuple[str, ...]:
         return numbered(ROLE, self.config.members)
 
@@ -212,8 +214,8 @@ class SelfOrgTeam(Method):
             for name in orders[-1]:
                 turns = ctx.transcript.filter(kind=TURN)
                 prompt = turn_prompt(task, turns, r, cfg.rounds)
-                said = await agents[name].reply(prompt, round=r, kind=TURN, remember=False)
-                latest[name] = said.content
+                turn = await agents[name].reply(prompt, round=r, kind=TURN, remember=False)
+                latest[name] = turn.content
                 so_far = [latest[n] for n in names if n in latest]
                 ctx.propose(majority_decision(task, so_far).response, round=r)
 

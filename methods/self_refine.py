@@ -107,6 +107,8 @@ class SelfRefine(Method):
     class Config(MethodConfig):
         max_iterations: int = Field(4, ge=0)
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         ctx.topology = refine_topology()
         generator, critic, refiner = (ctx.agent(name) for name in (GENERATOR, CRITIC, REFINER))

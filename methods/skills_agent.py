@@ -242,7 +242,7 @@ def _back_edges(spec: MASSpec) -> set[tuple[str, str]]:
 
 
 def _without(topology: Topology, edges: set[tuple[str, str]]) -> Topology:
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from(topology.nodes)
     graph.add_edges_from(edge for edge in topology.edges if edge not in edges)
     return Topology(graph, name=topology.name)
@@ -756,6 +756,8 @@ class SkillsAgent(Method):
             if len(set(names)) < len(names) or len(set(skills)) < len(skills):
                 raise ValueError("library cluster names and skill names must be unique")
             return self
+
+    config: Config
 
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any

@@ -163,6 +163,8 @@ class SPP(Method):
     class Config(MethodConfig):
         demonstrations: int = Field(2, ge=0, le=len(DEMONSTRATIONS))
 
+    config: Config
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         prompt = spp_prompt(task, self.config.demonstrations)
         reply = (await ctx.agent("solver").reply(prompt, round=0)).content

@@ -48,7 +48,7 @@ MASLAB_STYLE = Path(__file__).with_name("maslab_style.py")
 
 
 def maslab_run(method: str, url: str, tasks: int, cap: int, out: Path, cache: Path) -> list[str]:
-    """The `maslab run` command line of one sweep, as the README writes it."""
+    """The `maslab run` command line of one sweep, as docs/guide/run.md writes it."""
     options, _, _ = METHODS[method]
     configs = [arg for option in options for arg in ("--config", option)]
     return [

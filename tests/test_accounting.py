@@ -50,6 +50,7 @@ def slow_after_first(first: float = 0.01, rest: float = 0.2) -> object:
     return lambda: first if next(counter) % 5 == 0 else rest
 
 
+@pytest.mark.system
 def test_calls_in_flight_at_a_budget_stop_are_recorded(tmp_path):
     with FakeOpenAIServer(lambda r: "The answer is 3.", latency=0.05) as server:
         assert run(server, tmp_path / "run", "llm_debate", "--max-calls", "4") == 0
@@ -71,6 +72,7 @@ def test_sibling_calls_of_a_failed_call_are_recorded(tmp_path):
         assert served(server) == recorded(tmp_path / "run") > 0
 
 
+@pytest.mark.system
 def test_a_resumed_run_keeps_the_spend_of_superseded_attempts(tmp_path):
     answers = lambda r: "The answer is 3."  # noqa: E731
     out = tmp_path / "run"

@@ -101,6 +101,7 @@ def test_code_is_checked_without_running_it():
         assert code_problem(seed[1]) is None
 
 
+@pytest.mark.system
 async def test_the_seed_agents_run_in_the_sandbox_with_their_calls_counted():
     # 3 sandbox runs
     expected = {
@@ -118,6 +119,7 @@ async def test_the_seed_agents_run_in_the_sandbox_with_their_calls_counted():
         assert last_user_message(model.calls[0].request).startswith(SIX_SEVEN.prompt())
 
 
+@pytest.mark.system
 async def test_search_grows_the_archive_debugs_crashes_and_scores_fitness():
     # 6 sandbox runs: the seed, the crashing design and its fix, on 2 tasks each; 1 for solve
     meta = [
@@ -202,6 +204,7 @@ def test_bad_learned_state_is_a_one_line_error():
             ADAS().restore_learned_state(state, "state.json")
 
 
+@pytest.mark.system
 async def test_solve_runs_the_best_agent_on_the_agent_model_role(tmp_path):
     # 1 sandbox run: the agent's calls go to the `agent` model role, named agent/critic
     other = tmp_path / "other.yaml"
@@ -216,6 +219,7 @@ async def test_solve_runs_the_best_agent_on_the_agent_model_role(tmp_path):
     assert outcome.solution.metadata["agent_calls"] == 2 and not main_model.calls
 
 
+@pytest.mark.system
 async def test_a_budget_stop_ends_the_agent_and_scores_the_empty_answer():
     # 1 sandbox run
     method = ADAS()
@@ -226,6 +230,7 @@ async def test_a_budget_stop_ends_the_agent_and_scores_the_empty_answer():
     assert solution.answer == "" and len(ctx.ledger.records) == 1
 
 
+@pytest.mark.system
 async def test_garbage_meta_replies_are_failures_not_crashes():
     # 1 sandbox run (the seed on one task): no unreadable or unparseable design is ever run
     meta = [
@@ -247,6 +252,7 @@ async def test_garbage_meta_replies_are_failures_not_crashes():
     assert "no top-level function" in prompts[2] and UNREADABLE in prompts[3]
 
 
+@pytest.mark.system
 def test_the_command_line_optimises_then_reuses_the_archive(tmp_path):
     # 7 sandbox runs: the seed and the design on 2 dev tasks, 2 test tasks, 1 more on re-run
     program = (

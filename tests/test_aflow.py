@@ -196,6 +196,7 @@ async def test_the_learned_state_round_trips(executions):
 # -- in the sandbox (few runs) -----------------------------------------------------------------
 
 
+@pytest.mark.system
 async def test_a_broken_workflow_scores_zero_in_the_sandbox():
     broken = "import nowhere_to_be_found\n\nasync def workflow(task):\n    return '4'\n"
 
@@ -211,6 +212,7 @@ async def test_a_broken_workflow_scores_zero_in_the_sandbox():
     assert method.best.id == 0
 
 
+@pytest.mark.system
 async def test_solve_runs_the_best_workflow_in_the_sandbox():
     model = ScriptedModel(["\\boxed{4}", "The answer: \\boxed{6}"])
     fresh = await AFlow().arun(TASKS[0], model)  # before optimisation: the seed
@@ -240,6 +242,7 @@ async def test_solve_runs_the_best_workflow_in_the_sandbox():
     assert record.messages[-1]["content"].startswith("BEST WORKFLOW")
 
 
+@pytest.mark.system
 async def test_a_budget_stop_in_solve_answers_with_the_latest_reply():
     two_calls = (
         "from operators import answer, revise\n\nasync def workflow(task):\n"
@@ -257,6 +260,7 @@ async def test_a_budget_stop_in_solve_answers_with_the_latest_reply():
     assert "calls" in outcome.solution.metadata["budget"]
 
 
+@pytest.mark.system
 def test_the_command_line_optimises_once_then_reloads(tmp_path):
     dev = get_benchmark("arith")().load("dev")[:2]
     child = (

@@ -10,13 +10,12 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+from helpers import TASK, TwoModels, agent_of, method_runner, records_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.agentverse import (
@@ -28,19 +27,8 @@ from maslab.methods.agentverse import (
     read_verdict,
 )
 
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
-
 # agree(turn, round, critic index) -> whether that critic says [Agree]; turns and rounds 1-based
 Agree = Callable[[int, int, int], bool]
-
-
-def agent_of(request: ChatRequest) -> str:
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def never(turn: int, rnd: int, critic: int) -> bool:
@@ -86,18 +74,11 @@ def script(agree: Agree = never, pass_at: int | None = None, *, experts_json: bo
     return respond
 
 
-def records_of(ctx, agent):
-    return [r for r in ctx.ledger.records if r.agent == agent]
-
-
 def prompt_of(record) -> str:
     return record.messages[-1]["content"]
 
 
-async def run(model, ctx=None, **config):
-    ctx = ctx or Context(model)
-    solution = await AgentVerse(**config).solve(TASK, ctx)
-    return solution, ctx
+run = method_runner(AgentVerse, TASK)
 
 
 def test_defaults_are_maslabs():
@@ -324,22 +305,11 @@ async def test_a_budget_stop_returns_the_latest_solution():
     assert solution.answer == "" and "budget" in solution.metadata
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {
-            s: ScriptedModel(script(lambda t, r, c: r == 2, 2), name=s)
-            for s in ("scripted:a", "scripted:b")
-        }
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 async def test_model_roles_route_critics_and_the_evaluator_to_another_model():
     method = get_method("agentverse")(experts=3, max_turns=1)
     roles = method.check_model_roles({"critic": "scripted:b", "evaluator": "scripted:b"})
-    ctx = Context("scripted:a", models=TwoModels(), model_roles=roles)
+    pool = TwoModels(lambda: script(lambda t, r, c: r == 2, 2))
+    ctx = Context("scripted:a", models=pool, model_roles=roles)
     await method.solve(TASK, ctx)
     models = {r.agent: {x.model for x in records_of(ctx, r.agent)} for r in ctx.ledger.records}
     assert models == {
@@ -351,7 +321,8 @@ async def test_model_roles_route_critics_and_the_evaluator_to_another_model():
     }
     method = get_method("agentverse")(experts=3, max_turns=1)
     roles = method.check_model_roles({"critic_2": "scripted:b"})
-    ctx = Context("scripted:a", models=TwoModels(), model_roles=roles)
+    pool = TwoModels(lambda: script(lambda t, r, c: r == 2, 2))
+    ctx = Context("scripted:a", models=pool, model_roles=roles)
     await method.solve(TASK, ctx)
     assert {r.model for r in ctx.ledger.records if r.agent == "critic_2"} == {"scripted:b"}
     assert {r.model for r in ctx.ledger.records if r.agent != "critic_2"} == {"scripted:a"}

@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import TASK, TwoModels, method_runner
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods import autogen as autogen_module
 from maslab.methods.autogen import (
@@ -26,12 +25,6 @@ from maslab.methods.autogen import (
 )
 from maslab.sandbox import BACKEND_VARIABLE
 
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 CODE = "I will compute it.\n```python\nx = 6 * 7\nprint('result', x)\n```"
 NUDGE = nudge("TERMINATE")
 
@@ -42,10 +35,7 @@ def talker(request) -> str:
     return f"turn {turn}: still thinking, maybe {turn + 10}."
 
 
-async def run(model, ctx=None, **config):
-    ctx = ctx or Context(model)
-    solution = await AutoGen(**config).solve(TASK, ctx)
-    return solution, ctx
+run = method_runner(AutoGen, TASK)
 
 
 def test_defaults_and_registration():
@@ -60,6 +50,7 @@ def test_defaults_and_registration():
         AutoGen().check_model_roles({USER_PROXY: "scripted:echo"})
 
 
+@pytest.mark.system
 async def test_code_is_run_in_the_sandbox_and_its_real_output_is_the_next_prompt():
     model = ScriptedModel([CODE, "The code printed it: the answer is 42. TERMINATE"])
     solution, ctx = await run(model)
@@ -86,6 +77,7 @@ async def test_code_is_run_in_the_sandbox_and_its_real_output_is_the_next_prompt
     assert {r.agent for r in ctx.ledger.records} == {ASSISTANT}
 
 
+@pytest.mark.system
 async def test_the_brief_scenario_42_then_terminate():
     model = ScriptedModel(["```python\nprint(6 * 7)\n```", "42 TERMINATE"])
     solution, _ = await run(model)
@@ -134,6 +126,7 @@ async def test_the_assistant_sees_its_whole_conversation_each_turn():
             assert msgs[3 + 2 * i] == {"role": "user", "content": NUDGE}
 
 
+@pytest.mark.system
 async def test_a_failing_block_stops_the_rest_and_its_error_is_shown():
     message = (
         "```python\nprint('before')\nraise ValueError('boom')\n```\n"
@@ -155,6 +148,7 @@ async def test_a_failing_block_stops_the_rest_and_its_error_is_shown():
     assert solution.metadata["executions"] == 1
 
 
+@pytest.mark.system
 async def test_other_languages_are_not_run_and_long_output_is_cut():
     message = "```bash\nls /\n```\n```\nprint('x' * 5000)\n```"
     model = ScriptedModel([message, "The answer is 42. TERMINATE"])
@@ -187,6 +181,7 @@ async def test_a_bare_terminate_takes_the_answer_from_the_latest_message_with_on
     assert len(model.calls) == 3
 
 
+@pytest.mark.system
 async def test_numbers_in_code_are_not_answers():
     model = ScriptedModel([CODE, "TERMINATE"])
     solution, _ = await run(model)
@@ -221,6 +216,7 @@ async def test_a_custom_termination_word():
     assert last_user_message(model.requests[1]) == nudge("DONE!")
 
 
+@pytest.mark.system
 async def test_a_budget_stop_returns_the_latest_answer_so_far():
     model = ScriptedModel(talker)
     ctx = Context(model, budget=Budget(max_calls=2))
@@ -234,19 +230,10 @@ async def test_a_budget_stop_returns_the_latest_answer_so_far():
     assert ctx.usage.calls == 1
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel(talker, name=s) for s in ("scripted:a", "scripted:b")}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 async def test_model_roles_put_the_assistant_on_another_model():
     method = get_method("autogen")(max_turn=2)
     roles = method.check_model_roles({ASSISTANT: "scripted:b"})
-    pool = TwoModels()
+    pool = TwoModels(lambda: talker)
     ctx = Context("scripted:a", models=pool, model_roles=roles)
     await method.solve(TASK, ctx)
     assert [(r.agent, r.model) for r in ctx.ledger.records] == [(ASSISTANT, "scripted:b")] * 2
@@ -273,6 +260,7 @@ def test_the_command_line_runs_autogen_end_to_end(tmp_path):
     assert len(results) == 2 and all(r["usage"]["calls"] == 2 for r in results)
 
 
+@pytest.mark.system
 def test_code_that_cannot_be_isolated_stops_the_run_unless_the_user_opted_in(
     tmp_path, monkeypatch, capsys
 ):

@@ -187,6 +187,7 @@ def judge_script(tmp_path, name: str, patterns: dict[str, dict[str, bool]]) -> s
     return f"scripted:{path}"
 
 
+@pytest.mark.system
 def test_cli_run_codes_every_message_as_scoring_usage(tmp_path):
     judge_a = judge_script(tmp_path, "a", {".": codes("proposes_solution")})
     judge_b = judge_script(

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
+from helpers import TASK, agent_of
 
 from maslab.benchmarks.collab_maze import CollabMaze, format_route
 from maslab.core.context import Budget, Context
@@ -19,18 +20,6 @@ from maslab.core.task import Solution, Task
 from maslab.evaluators.collab_maze import parse_route
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
-
-
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def per_agent(replies: Mapping[str, Sequence[str]]) -> Callable[[ChatRequest], str]:

@@ -37,6 +37,8 @@ from maslab.sandbox import (
 from maslab.store.run_store import ResultRecord
 from maslab.testing import ScriptedModel, last_user_message
 
+pytestmark = pytest.mark.system
+
 SHORT = Limits(wall_seconds=20, cpu_seconds=10)
 # A guard against a hang, not a measure of speed: far above what a run takes on a busy machine.
 GUARD_S = 120

@@ -28,6 +28,7 @@ async def call(
     return await call_function(code, function, argument, ctx, **options), ctx
 
 
+@pytest.mark.system
 async def test_the_value_of_the_function_is_the_answer_and_its_calls_are_the_samples():
     code = (
         "from maslab_bridge import Agent, call_llm\n\n"
@@ -41,6 +42,7 @@ async def test_the_value_of_the_function_is_the_answer_and_its_calls_are_the_sam
     assert [r.agent for r in ctx.ledger.records] == ["agent", "agent/critic"]
 
 
+@pytest.mark.system
 async def test_an_async_function_is_awaited_and_a_value_is_made_text():
     code = (
         "import asyncio\n"
@@ -54,6 +56,7 @@ async def test_an_async_function_is_awaited_and_a_value_is_made_text():
     assert [r.agent for r in ctx.ledger.records] == ["program"] * 3
 
 
+@pytest.mark.system
 async def test_the_function_gets_the_argument_verbatim_and_may_import_files():
     code = "from helper import shout\n\ndef forward(task):\n    return shout(task)\n"
     text = 'a "quoted"\nmulti-line task ✓\n'
@@ -62,6 +65,7 @@ async def test_the_function_gets_the_argument_verbatim_and_may_import_files():
     assert outcome.answer == text.upper()
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     ("code", "shown"),
     [
@@ -86,6 +90,7 @@ async def test_code_that_cannot_answer_says_why(code, shown):
     assert outcome.run.result.status == "error"  # the driver reported the failure
 
 
+@pytest.mark.system
 async def test_an_exception_is_shown_with_the_codes_own_traceback():
     code = (
         "from maslab_bridge import call_llm\n\n"
@@ -104,6 +109,7 @@ async def test_an_exception_is_shown_with_the_codes_own_traceback():
     assert "main.py" not in error and "importlib" not in error  # the driver's frames are not
 
 
+@pytest.mark.system
 async def test_the_functions_prints_are_never_the_answer():
     code = (
         "import os, subprocess, sys\n"
@@ -121,6 +127,7 @@ async def test_the_functions_prints_are_never_the_answer():
         assert printed not in result.stdout and printed in result.stderr
 
 
+@pytest.mark.system
 async def test_a_forged_report_is_not_accepted():
     forged = "'\\n' + stolen + json.dumps({'answer': 'forged'})"
     code = (
@@ -139,6 +146,7 @@ async def test_a_forged_report_is_not_accepted():
     assert "forged" in outcome.error  # its output is shown as the error output's tail
 
 
+@pytest.mark.system
 async def test_threads_the_function_leaves_running_do_not_spoil_the_report():
     code = (
         "import threading, time\n\n"
@@ -157,6 +165,7 @@ async def test_threads_the_function_leaves_running_do_not_spoil_the_report():
     assert (outcome.answer, outcome.run.result.status) == ("done", "ok")
 
 
+@pytest.mark.system
 async def test_a_run_out_of_time_and_the_call_limit_are_errors():
     loops = "def forward(task):\n    while True:\n        pass\n"
     outcome, _ = await call(loops, limits=Limits(wall_seconds=1, cpu_seconds=5))

@@ -7,13 +7,12 @@ import itertools
 import json
 
 import pytest
+from helpers import TASK, TwoModels, records_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.camel import (
     DONE,
@@ -22,13 +21,6 @@ from maslab.methods.camel import (
     last_turn_note,
     parse_choice,
     user_kickoff,
-)
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
 )
 
 
@@ -65,10 +57,6 @@ def script(done_at: int | None = None, *, choice: str = "Choice: 2", empty_from:
         return f"Solution: sol-{i} worked out. The answer is {i}.\nNext request."
 
     return respond
-
-
-def records_of(ctx, agent):
-    return [r for r in ctx.ledger.records if r.agent == agent]
 
 
 def expected_calls(turn_limit, done_at, specify, k, critic=True):
@@ -263,19 +251,10 @@ async def test_a_budget_stop_before_any_solution_answers_empty():
     assert solution.answer == "" and "budget" in solution.metadata
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel(script(None), name=s) for s in ("scripted:a", "scripted:b")}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 async def test_model_roles_route_each_roles_calls():
     method = get_method("camel")(turn_limit=1, options=2)
     roles = method.check_model_roles({"critic": "scripted:b", "specifier": "scripted:b"})
-    ctx = Context("scripted:a", models=TwoModels(), model_roles=roles)
+    ctx = Context("scripted:a", models=TwoModels(lambda: script(None)), model_roles=roles)
     await method.solve(TASK, ctx)
     assert [(r.agent, r.model) for r in ctx.ledger.records] == [
         ("specifier", "scripted:b"),

@@ -8,13 +8,13 @@ import itertools
 import json
 
 import pytest
+from helpers import TwoModels, prompts_of, records_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.chatdev import FINISHED, ChatDev, coding_instruction, finished
 
@@ -83,19 +83,12 @@ def expected_calls(turns, cto_at, cycles, review_at, fixes_cap, fail_runs) -> in
     return coding + review + 2 * min(fail_runs, fixes_cap)
 
 
-def records_of(ctx, agent):
-    return [r for r in ctx.ledger.records if r.agent == agent]
-
-
-def prompts_of(ctx, agent):
-    return [r.messages[-1]["content"] for r in records_of(ctx, agent)]
-
-
 def test_the_defaults_are_chatdevs_one_coding_turn_and_three_cycles():
     config = ChatDev().config
     assert (config.coding_turns, config.review_cycles, config.test_cycles) == (1, 3, 3)
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     ("turns", "cto_at", "cycles", "review_at", "fixes_cap", "fail_runs"),
     [
@@ -130,6 +123,7 @@ async def test_calls_follow_the_formula(turns, cto_at, cycles, review_at, fixes_
     assert solution.answer == code_of(versions, right=fail_runs <= fixes_cap)
 
 
+@pytest.mark.system
 async def test_who_sees_what_in_each_phase():
     model = ScriptedModel(script(fail_runs=1))
     ctx = Context(model)
@@ -183,6 +177,7 @@ async def test_who_sees_what_in_each_phase():
     assert ctx.topology is not None and ("reviewer", "programmer") in ctx.topology.edges
 
 
+@pytest.mark.system
 async def test_testing_runs_a_humaneval_stub_with_its_doctests_in_the_sandbox():
     stub = (
         "def double(x: int) -> int:\n"
@@ -216,6 +211,7 @@ async def test_testing_runs_a_humaneval_stub_with_its_doctests_in_the_sandbox():
     assert all("HIDDEN-TEST" not in json.dumps(r.messages) for r in ctx.ledger.records)
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     ("calls", "version"), [(1, 1), (2, 1), (3, 2), (7, 4), (8, 4), (9, 5), (12, 6)]
 )
@@ -228,6 +224,7 @@ async def test_a_budget_stop_returns_the_latest_code(calls, version):
     assert "budget" in solution.metadata and ctx.usage.calls == calls
 
 
+@pytest.mark.system
 async def test_garbage_replies_never_crash_and_code_less_replies_keep_the_code():
     model = ScriptedModel(["", "", "", "", "", "", "", "", "", "", "", "", ""])
     solution = await ChatDev().solve(TASK, Context(model))
@@ -249,19 +246,11 @@ def test_the_conclusion_marker():
     assert not finished("Finished") and not finished("<INFO> not yet")
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel(script(fail_runs=1), name=f"scripted:{s}") for s in "ab"}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec.removeprefix("scripted:")]
-
-
+@pytest.mark.system
 async def test_model_roles_put_the_programmer_on_another_model():
     method = get_method("chatdev")(review_cycles=1)
     roles = method.check_model_roles({"programmer": "scripted:b"})
-    ctx = Context("scripted:a", models=TwoModels(), model_roles=roles)
+    ctx = Context("scripted:a", models=TwoModels(lambda: script(fail_runs=1)), model_roles=roles)
     await method.solve(TASK, ctx)
     assert [(r.agent, r.model) for r in ctx.ledger.records] == [
         ("programmer", "scripted:b"),
@@ -274,6 +263,7 @@ async def test_model_roles_put_the_programmer_on_another_model():
         method.check_model_roles({"ceo": "scripted:b"})
 
 
+@pytest.mark.system
 def test_the_command_line_runs_chatdev_on_humaneval_end_to_end(tmp_path):
     # echo: the programmer echoes the request, whose code block is the stub (its doctests
     # fail); the reviewer echoes its prompt, which names the marker: it finishes at once

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers import lines, run_cli
 from holding import AnswerThenHold
 from rich.console import Console
 
@@ -26,14 +27,6 @@ from maslab.testing.fake_server import FakeOpenAIServer
 FIXTURES = Path(__file__).parent / "fixtures" / "cli"
 GSM8K = FIXTURES / "gsm8k_small.jsonl"
 SCRIPT = FIXTURES / "answers.yaml"
-
-
-def lines(path: Path) -> list[dict]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-
-
-def run_cli(*args: str) -> int:
-    return main([str(a) for a in args])
 
 
 def vanilla_command(
@@ -96,6 +89,7 @@ def test_config_overrides_reach_the_method(tmp_path):
     assert lines(out / "results.jsonl")[0]["usage"]["calls"] == 2
 
 
+@pytest.mark.system
 def test_sigkilled_run_resumes_without_duplicates_or_repeated_requests(tmp_path):
     out = tmp_path / "run"
     data = tmp_path / "gsm8k.jsonl"
@@ -287,6 +281,7 @@ def test_progress_shows_no_accuracy_for_measurements():
     assert not any(text.startswith("acc") for text, _ in bar.fields["figures"][0])
 
 
+@pytest.mark.system
 def test_a_second_run_on_a_directory_being_written_exits_2_naming_the_holder(tmp_path, capsys):
     """Two processes on one run directory would each run every sample: the second refuses."""
     data, out = tmp_path / "d.jsonl", tmp_path / "run"

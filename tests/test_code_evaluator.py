@@ -46,6 +46,7 @@ async def test_registered_as_code():
     assert get_evaluator("code") is CodeExecution
 
 
+@pytest.mark.system
 async def test_humaneval_full_function_passes():
     # No import of List: the prompt prefix supplies it.
     answer = fenced("def total(xs: List[int]) -> int:\n    return sum(xs)\n")
@@ -55,11 +56,13 @@ async def test_humaneval_full_function_passes():
     assert score.explanation == "ok"
 
 
+@pytest.mark.system
 async def test_humaneval_body_only_completion_passes():
     score = await CodeExecution().score(HUMANEVAL, fenced("    return sum(xs)\n"))
     assert score.correct
 
 
+@pytest.mark.system
 async def test_humaneval_wrong_answer_fails_with_the_assertion():
     score = await CodeExecution().score(HUMANEVAL, fenced("def total(xs):\n    return len(xs)\n"))
     assert (score.value, score.correct, score.unparsed) == (0.0, False, False)
@@ -73,6 +76,7 @@ async def test_answer_without_code_is_unparsed():
     assert score.unparsed and not score.correct and score.value == 0.0
 
 
+@pytest.mark.system
 async def test_mbpp_assert_lines():
     evaluator = CodeExecution()
     right = await evaluator.score(MBPP, fenced("def square(x):\n    return x * x\n"))
@@ -81,6 +85,7 @@ async def test_mbpp_assert_lines():
     assert "AssertionError" in wrong.explanation
 
 
+@pytest.mark.system
 async def test_runaway_code_times_out():
     evaluator = CodeExecution(limits=Limits(wall_seconds=1))
     score = await evaluator.score(MBPP, fenced("def square(x):\n    while True:\n        pass\n"))
@@ -97,6 +102,7 @@ FOLLOWED_BY = {
 }
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("after", FOLLOWED_BY.values(), ids=FOLLOWED_BY.keys())
 async def test_the_block_defining_the_entry_point_is_scored(after: str):
     """A correct solution followed by another block scores correct (the last block did not)."""
@@ -106,6 +112,7 @@ async def test_the_block_defining_the_entry_point_is_scored(after: str):
     assert score.extracted == "def total(xs: List[int]) -> int:\n    return sum(xs)"
 
 
+@pytest.mark.system
 async def test_of_blocks_defining_the_entry_point_the_last_is_scored():
     first = fenced("def square(x):\n    return 2 * x\n")
     fixed = fenced("def square(x):\n    return x * x\n")
@@ -113,6 +120,7 @@ async def test_of_blocks_defining_the_entry_point_the_last_is_scored():
     assert not (await CodeExecution().score(MBPP, f"{fixed}Or:\n{first}")).correct
 
 
+@pytest.mark.system
 async def test_answer_printing_output_still_passes():
     answer = fenced(
         "print('loading')\n\ndef square(x):\n    print('squaring', x, end='')\n    return x * x\n"

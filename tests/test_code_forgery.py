@@ -18,6 +18,8 @@ from maslab.core.task import Task
 from maslab.evaluators.code import CodeExecution
 from maslab.sandbox import Limits
 
+pytestmark = pytest.mark.system
+
 PROMPT = '''def poly(xs: list, x: float) -> float:
     """The polynomial with coefficients ``xs`` at ``x``."""
     return sum(c * x**i for i, c in enumerate(xs))

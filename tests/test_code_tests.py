@@ -3,8 +3,12 @@ sandboxed run whose report the candidate cannot forge."""
 
 from __future__ import annotations
 
+import pytest
+
 from maslab.core.task import Task
 from maslab.kit.code_tests import public_tests, run_tests
+
+pytestmark = pytest.mark.system
 
 HUMANEVAL_PROMPT = '''from typing import List
 

@@ -28,6 +28,7 @@ def _run(tmp_path, model: str, concurrency: int, *extra: str) -> list[str]:
             "--quiet", *extra]  # fmt: skip
 
 
+@pytest.mark.system
 def test_a_model_at_url_spec_gets_the_runs_concurrency(tmp_path, capsys):
     # 24 tasks x 3 agents want 72 calls at once per round: only --concurrency 48 holds them back
     with FakeOpenAIServer(latency=0.5) as server:
@@ -40,6 +41,7 @@ def test_a_model_at_url_spec_gets_the_runs_concurrency(tmp_path, capsys):
     assert manifest.concurrency == 48 and manifest.endpoint_caps == {}
 
 
+@pytest.mark.system
 def test_an_endpoints_file_cap_below_concurrency_binds_and_is_said(tmp_path, capsys):
     endpoints = tmp_path / "endpoints.yaml"
     with FakeOpenAIServer(latency=0.05) as server:

@@ -13,20 +13,17 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
+from helpers import lines
 
 from maslab.cli import main
 from maslab.store.run_store import RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
+pytestmark = pytest.mark.system
+
 GSM8K = Path(__file__).parent / "fixtures" / "cli" / "gsm8k_small.jsonl"
 TASKS, REPEATS, KILLS = 24, 2, 5
-
-
-def lines(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [orjson.loads(line) for line in path.read_bytes().splitlines(keepends=True)
-            if line.endswith(b"\n")]  # fmt: skip
 
 
 def answer(request) -> str:
@@ -48,7 +45,7 @@ def write_data(path: Path) -> None:
 
 
 def by_key(run: Path) -> dict[tuple[str, int], bool]:
-    records = lines(run / "results.jsonl")
+    records = lines(run / "results.jsonl", torn=True)
     return {(r["task_id"], r["repeat"]): r["score"]["correct"] for r in records}
 
 
@@ -74,24 +71,26 @@ def test_five_sigkills_then_resume_equal_an_uninterrupted_run(tmp_path):
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         finished_at_kill = []
         for _ in range(KILLS):
-            before = len(lines(out / "results.jsonl"))
+            before = len(lines(out / "results.jsonl", torn=True))
             target = before + rng.randint(1, 6)
             process = subprocess.Popen(command(out, cache), env=env, stdout=subprocess.DEVNULL)
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and len(lines(out / "results.jsonl")) < target:
+            while time.monotonic() < deadline and (
+                len(lines(out / "results.jsonl", torn=True)) < target
+            ):
                 if process.poll() is not None:
                     break
                 time.sleep(0.01)
             time.sleep(rng.uniform(0, 0.08))  # land anywhere: mid-call, mid-write, mid-rewrite
             process.send_signal(signal.SIGKILL)
             process.wait()
-            finished_at_kill.append(len(lines(out / "results.jsonl")))
+            finished_at_kill.append(len(lines(out / "results.jsonl", torn=True)))
         print("records at each kill:", finished_at_kill)
         assert finished_at_kill[-1] < TASKS * REPEATS, "the kills must land before the end"
         subprocess.run(command(out, cache), env=env, check=True, timeout=120,
                        stdout=subprocess.DEVNULL)  # fmt: skip
 
-    results = lines(out / "results.jsonl")
+    results = lines(out / "results.jsonl", torn=True)
     keys = [(r["task_id"], r["repeat"]) for r in results]
     assert len(keys) == len(set(keys)) == TASKS * REPEATS  # exactly one record per sample
     assert all(r["status"] == "ok" for r in results)

@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from helpers import agent_of, method_runner
 
 from maslab.benchmarks.discrim_eval_open import PROBABILITY_INSTRUCTION, REPLY_SCHEMA
 from maslab.core.context import Budget, Context
@@ -29,10 +30,6 @@ MATH = Task(id="m1", question="What is 6 * 7?", answer_type="number", instructio
 _REASON = re.compile(r"REASON-(\w+)")
 
 
-def agent_of(request: ChatRequest) -> str:
-    return request.scope.rsplit("\x1f", 1)[-1]
-
-
 def probability_reply(request: ChatRequest) -> str:
     """A scenario reply whose reason names the agent; probabilities 2:3:5 (not normalised)."""
     return json.dumps(
@@ -46,9 +43,7 @@ def answer_reply(request: ChatRequest) -> str:
 
 
 async def run(model, task=SCENARIO, ctx=None, **config):
-    ctx = ctx or Context(model)
-    solution = await DAGPipeline(**config).solve(task, ctx)
-    return solution, ctx
+    return await method_runner(DAGPipeline, task)(model, ctx, **config)
 
 
 def test_registered_with_chain_by_default():

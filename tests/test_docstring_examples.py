@@ -1,5 +1,5 @@
 """The how-to examples in the docstrings of Method, Evaluator and Benchmark run as written, and
-README's "Writing a method" shows the Method example, so none of them can drift."""
+the docs' "Write a method" page shows the Method example, so none of them can drift."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from maslab.bench.benchmark import _BENCHMARKS, Benchmark
 from maslab.bench.evaluation import _EVALUATORS, Evaluator
 from maslab.core.method import _METHODS, Method
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "write-a-method.md"
 
 
 def example(cls: type) -> str:
@@ -45,7 +45,7 @@ def test_docstring_example_runs(cls, tmp_path, monkeypatch):
     exec(compile(code, f"<{cls.__name__} docstring example>", "exec"), {"__name__": "example"})
 
 
-def test_readme_writing_a_method_is_the_method_example():
-    section = README.read_text(encoding="utf-8").split("## Writing a method", 1)[1]
+def test_docs_writing_a_method_is_the_method_example():
+    section = PAGE.read_text(encoding="utf-8").split("## The Method API", 1)[1]
     block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert block is not None and block.group(1) == example(Method)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 
 import pytest
+from helpers import TASK, agent_of, method_runner
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
@@ -26,18 +27,7 @@ from maslab.methods.dylan import (
     system_prompt,
 )
 
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 TAG = re.compile(r"(agent_\d+)@(\d+):")
-
-
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def index_of(agent: str) -> int:
@@ -86,10 +76,7 @@ def distinct(agent: str, r: int) -> int:
     return index_of(agent)
 
 
-async def run(model, ctx=None, **config):
-    ctx = ctx or Context(model)
-    solution = await DyLAN(**config).solve(TASK, ctx)
-    return solution, ctx
+run = method_runner(DyLAN, TASK)
 
 
 def calls_by_round(ctx: Context) -> dict[int, list[str]]:

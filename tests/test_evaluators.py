@@ -107,6 +107,7 @@ async def test_choice_on_aqua(shared_data, index, response, expected):
     assert verdict(score) == expected, score
 
 
+@pytest.mark.system
 async def test_math_agrees_with_numeric_on_gsm8k(shared_data, math_evaluator):
     records = read_jsonl(shared_data / "gsm8k_test_head300.jsonl")
     numeric = get_evaluator("numeric")()
@@ -210,6 +211,7 @@ def math_task(gold: str) -> Task:
     return Task(id="m", question="?", gold=gold, answer_type="math")
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     ("gold", "response", "expected"),
     [
@@ -231,11 +233,13 @@ async def test_math_equivalence(math_evaluator, gold, response, expected):
     assert verdict(score) == expected, score
 
 
+@pytest.mark.system
 async def test_math_reports_what_it_parsed(math_evaluator):
     score = await math_evaluator.score(math_task(r"\frac{1}{2}"), r"Thus \boxed{\frac{2}{4}}.")
     assert score.correct and score.extracted == r"\frac{2}{4}"
 
 
+@pytest.mark.system
 async def test_math_timeout_replaces_the_worker():
     evaluator = MathEvaluator(timeout_s=30.0)  # the first check may be slow on a busy machine
     try:
@@ -263,6 +267,7 @@ async def meet(evaluator: MathEvaluator, folder: Path) -> list[tuple[int, int]]:
     return [tuple(map(int, score.extracted.split())) for score in scores]
 
 
+@pytest.mark.system
 async def test_math_checks_run_in_parallel_and_a_timeout_replaces_only_its_worker(
     monkeypatch, tmp_path
 ):
@@ -294,10 +299,12 @@ def test_math_timeout_must_be_a_positive_number(timeout_s):
         MathEvaluator(timeout_s=timeout_s)
 
 
+@pytest.mark.system
 def test_a_run_resumes_under_another_math_worker_count(tmp_path, capsys):
     """``workers`` changes how checks run, never a score: not part of the run's identity."""
     from maslab.api import run_config
     from maslab.cli import main
+    from maslab.harness.runner import Runner
 
     base = ["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2", "--model",
             "scripted:echo", "--evaluator", "math", "--no-cache", "--quiet"]  # fmt: skip
@@ -306,15 +313,16 @@ def test_a_run_resumes_under_another_math_worker_count(tmp_path, capsys):
                      f"workers={workers}"]) in (0, 1)  # fmt: skip
     assert "holds a different run" not in capsys.readouterr().err
 
-    def out(**options: object) -> str:
+    def out(**options: object) -> str | None:
         config = run_config("vanilla", "arith", "scripted:echo", evaluator="math",
                             evaluator_options=options)  # fmt: skip
-        return config.out
+        return Runner(config).config.out
 
     assert out(workers=1) == out(workers=3) == out()
     assert out(timeout_s=9.0) != out()  # a time limit can change a score
 
 
+@pytest.mark.system
 async def test_math_from_concurrent_tasks_and_threads(math_evaluator):
     cases = [
         (r"\frac{1}{2}", "0.5", True),
@@ -484,6 +492,7 @@ async def test_format_agreement():
     assert answer_line.endswith("…") and len(answer_line.split("answer: ", 1)[1]) <= 120
 
 
+@pytest.mark.system
 async def test_agreement_of_real_evaluators(shared_data, math_evaluator):
     records = read_jsonl(shared_data / "gsm8k_test_head300.jsonl")
     pairs = [(gsm8k_task(records[i], i), response) for i, response, _ in GSM8K_CASES]

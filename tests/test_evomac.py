@@ -8,12 +8,12 @@ import itertools
 import json
 
 import pytest
+from helpers import TwoModels, prompts_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.evomac import (
     FIRST_SUBTASK,
@@ -102,10 +102,6 @@ def script(fixes: list[str], first_team: str = FIRST_TEAM, fix_size: int = 1):
     return respond
 
 
-def prompts_of(ctx, agent: str) -> list[str]:
-    return [r.messages[-1]["content"] for r in ctx.ledger.records if r.agent == agent]
-
-
 # --- the team: validation ------------------------------------------------------------------------
 
 
@@ -190,6 +186,7 @@ def test_a_program_that_does_not_parse_replaces_the_codebase_whole():
 # --- the call formula and who sees what -----------------------------------------------------------
 
 
+@pytest.mark.system
 async def test_a_layer_runs_concurrently_on_one_codebase_and_its_programs_are_merged():
     parallel = team(("a", "write add right", []), ("h", "write double(x)", []))
     model = ScriptedModel(script([], first_team=parallel), latency=0.05)
@@ -205,6 +202,7 @@ async def test_a_layer_runs_concurrently_on_one_codebase_and_its_programs_are_me
     assert solution.metadata["passed"] is True and solution.metadata["test_results"] == [(4, 4)]
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("e", [0, 1, 2, 4])
 async def test_a_codebase_that_passes_after_e_rounds_costs_the_formula(e):
     fixes = [WRONG] * (e - 1) + [RIGHT] if e else []
@@ -221,6 +219,7 @@ async def test_a_codebase_that_passes_after_e_rounds_costs_the_formula(e):
     assert solution.answer.startswith("```python\n") and solution.answer.endswith("\n```")
 
 
+@pytest.mark.system
 async def test_team_sizes_enter_the_formula_and_layers_see_earlier_layers_code():
     model = ScriptedModel(script([WORSE, WRONG, RIGHT], fix_size=3))
     ctx = Context(model)
@@ -242,6 +241,7 @@ async def test_team_sizes_enter_the_formula_and_layers_see_earlier_layers_code()
         assert "unit tests passed" not in fix  # the report reaches them through the organiser
 
 
+@pytest.mark.system
 async def test_who_sees_what_the_organiser_reads_the_report_and_nobody_the_hidden_tests():
     model = ScriptedModel(script([WRONG, RIGHT]))
     ctx = Context(model)
@@ -263,6 +263,7 @@ async def test_who_sees_what_the_organiser_reads_the_report_and_nobody_the_hidde
     assert ("tester", "organizer") in ctx.topology.edges
 
 
+@pytest.mark.system
 async def test_a_codebase_that_never_passes_stops_after_I_workflows_with_the_best_code():
     model = ScriptedModel(script([WORSE] * 4))
     ctx = Context(model)
@@ -275,6 +276,7 @@ async def test_a_codebase_that_never_passes_stops_after_I_workflows_with_the_bes
     assert solution.metadata["rounds"] == 1 and "return a - b" in solution.answer
 
 
+@pytest.mark.system
 async def test_the_most_calls_are_full_teams_in_every_one_of_the_I_workflows():
     full = team(*((f"p{j}", f"1.{j}: write", []) for j in range(7)))  # cut to K = 5
     model = ScriptedModel(script([WORSE] * 28, first_team=full, fix_size=7))
@@ -283,12 +285,14 @@ async def test_the_most_calls_are_full_teams_in_every_one_of_the_I_workflows():
     assert [len(t) for t in solution.metadata["teams"]] == [5] * 5
 
 
+@pytest.mark.system
 async def test_ties_go_to_the_later_codebase():
     tie = "def add(a, b):\n    return a * b"  # 2 of 4 as well
     solution = await EvoMAC(iterations=2).solve(TASK, Context(ScriptedModel(script([tie]))))
     assert solution.metadata["test_results"] == [(2, 4), (2, 4)] and "a * b" in solution.answer
 
 
+@pytest.mark.system
 async def test_a_budget_stop_returns_the_best_code_so_far():
     # calls: organiser + tester (1-2), helper (3), main (4), tests, evolve (5), fix WORSE (6),
     # tests, evolve (7), fix RIGHT (8)
@@ -322,6 +326,7 @@ async def test_garbage_replies_never_crash():
     assert "No Python code was found" in prompts_of(ctx, "organizer")[1]
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("native", [True, False])
 async def test_the_team_schema_is_sent_natively_where_supported(native):
     model = ScriptedModel(script([RIGHT]), native=["structured_output"] if native else [])
@@ -337,15 +342,7 @@ async def test_the_team_schema_is_sent_natively_where_supported(native):
     assert all(f is None for team_call, f in formats if not team_call)
 
 
-class TwoModels(ModelPool):
-    def __init__(self, respond) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel(respond(), name=s) for s in ("scripted:a", "scripted:b")}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
+@pytest.mark.system
 async def test_model_roles_put_the_organiser_and_one_programmer_on_another_model():
     method = get_method("evomac")()
     roles = method.check_model_roles({"organizer": "scripted:b", "programmer_2": "scripted:b"})
@@ -359,6 +356,7 @@ async def test_model_roles_put_the_organiser_and_one_programmer_on_another_model
     ]
 
 
+@pytest.mark.system
 def test_the_command_line_runs_evomac_on_humaneval(tmp_path):
     script_file = tmp_path / "team.json"
     script_file.write_text(json.dumps({

@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-README_BLOCKS = re.findall(
-    r"^```python\n(.*?)^```", (EXAMPLES.parent / "README.md").read_text(), re.S | re.M
-)
-# runs a README block as written: a block with a top-level await as a notebook cell does (in
-# a running event loop), any other as a script
+PAGES = [EXAMPLES.parent / "README.md", *sorted((EXAMPLES.parent / "docs").rglob("*.md"))]
+README_BLOCKS = [
+    block
+    for page in PAGES
+    for block in re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M)
+]
+# runs a README or docs block as written: a block with a top-level await as a notebook cell
+# does (in a running event loop), any other as a script
 CELL_OR_SCRIPT = """
 import ast, asyncio, inspect, sys
 source = open(sys.argv[1], encoding="utf-8").read()

@@ -249,6 +249,7 @@ async def test_latency_is_applied(session):
         assert time.monotonic() - started >= 0.1
 
 
+@pytest.mark.system
 async def test_peak_in_flight_concurrent_and_sequential(session):
     with FakeOpenAIServer(latency=0.2) as server:
         await asyncio.gather(*(chat(session, server, f"q{i}") for i in range(10)))

@@ -11,6 +11,8 @@ import pytest
 from maslab.cli import main
 from maslab.sandbox import BACKEND_VARIABLE, missing_isolation
 
+pytestmark = pytest.mark.system
+
 FORGER = """
 import glob, json, os
 

@@ -5,28 +5,16 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
+from helpers import TASK, agent_of, method_runner
 
 from maslab.analysis.run_result import load_run
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.scripted import ScriptedModel
 from maslab.llm.types import ChatRequest
 from maslab.methods.free_discussion import CUE, SYSTEM, FreeDiscussion
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
-
-
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def counting() -> ScriptedModel:
@@ -44,10 +32,7 @@ def user_text(request: ChatRequest) -> str:
     return "\n\n".join(m["content"] for m in request.messages if m["role"] == "user")
 
 
-async def run(model, ctx=None, **config):
-    ctx = ctx or Context(model)
-    solution = await FreeDiscussion(**config).solve(TASK, ctx)
-    return solution, ctx
+run = method_runner(FreeDiscussion, TASK)
 
 
 def test_defaults_and_config_checks():
@@ -256,6 +241,7 @@ def test_model_roles_put_one_participant_on_another_model(tmp_path):
         FreeDiscussion().check_model_roles({"participant_4": "scripted:echo"})
 
 
+@pytest.mark.system
 def test_cli_run_on_arith(tmp_path):
     out = tmp_path / "run"
     argv = ["run", "--method", "free_discussion", "--benchmark", "arith", "--model",

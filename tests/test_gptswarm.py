@@ -11,32 +11,21 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
+from helpers import GOLD_TASK as TASK
+from helpers import agent_of
 
 from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.kit.learning import Edge
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.gptswarm import DECISION, GPTSwarm
 
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    gold="42",
-    instruction="End with 'The answer is N'.",
-)
 SHOWN = re.compile(r"--- (agent_\d+) ---")
 DEV = get_benchmark("arith")().load("dev")[:4]
-
-
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def seen(request: ChatRequest) -> list[str]:
@@ -223,6 +212,7 @@ def gold_in(prompt: str) -> str:
     return next(t.gold for t in DEV if t.question in prompt)
 
 
+@pytest.mark.system
 async def test_optimisation_cuts_a_scripted_adversarial_agent(tmp_path):
     adversary = tmp_path / "adversary.yaml"
     adversary.write_text("\".\": 'I am certain: \\boxed{-1}'\n")

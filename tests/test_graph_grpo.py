@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
+from helpers import TASK, agent_of
 
 from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
@@ -30,19 +31,8 @@ from maslab.methods.graph_grpo import (
     system_prompt,
 )
 
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 TAG = re.compile(r"(agent_\d+)@(\d+)")
 WRONG = "-999"
-
-
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def tagged(request: ChatRequest) -> str:

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from maslab.bench.benchmark import get_benchmark
 from maslab.core.task import Task
 from maslab.evaluators.code import CodeExecution
+
+pytestmark = pytest.mark.system
 
 SHIFTED = """
 

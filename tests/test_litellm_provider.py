@@ -13,6 +13,7 @@ from maslab.llm.registry import load_model
 from maslab.llm.retry import RetryPolicy
 
 
+@pytest.mark.system
 def test_importing_maslab_does_not_import_litellm():
     code = "import sys, maslab, maslab.llm.registry, methods; print('litellm' in sys.modules)"
     result = subprocess.run(

@@ -5,19 +5,12 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from helpers import TASK
 
 from maslab.core.context import Context
 from maslab.core.method import get_method, list_methods
-from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.scripted import ScriptedModel, last_user_message
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 
 
 def unique_answers():

@@ -20,6 +20,8 @@ from maslab.llm import local
 from maslab.llm.registry import load_model
 from maslab.llm.types import ChatRequest, Completion
 
+pytestmark = pytest.mark.system
+
 MODEL = "local:smollm2-135m"
 
 

@@ -10,13 +10,14 @@ import re
 
 import numpy as np
 import pytest
+from helpers import GOLD_TASK as TASK
+from helpers import TwoModels, agent_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.cot import cot_prompt
@@ -29,18 +30,6 @@ from maslab.methods.maas import (
     step_prompt,
 )
 from maslab.store.run_store import RunStore
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    gold="42",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
-
-
-def agent_of(request: ChatRequest) -> str:
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def named(answers: dict[str, int] | None = None, default: int = 42):
@@ -365,15 +354,6 @@ async def test_the_learned_state_round_trips():
 # -- model roles and the command line --------------------------------------------------------
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel(named(), name=s) for s in ("scripted:a", "scripted:b")}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 @pytest.mark.parametrize(
     ("roles", "on_b"),
     [
@@ -386,7 +366,9 @@ async def test_model_roles_route_operators_to_other_models(roles, on_b):
     method = greedy(
         {"debate": 0.5, "ensemble": 0.5}, {"cot": 0.5, "self_refine": 0.5}, threshold=0.6
     )
-    ctx = Context("scripted:a", models=TwoModels(), model_roles=method.check_model_roles(roles))
+    ctx = Context(
+        "scripted:a", models=TwoModels(named), model_roles=method.check_model_roles(roles)
+    )
     await method.solve(TASK, ctx)
     assert len(ctx.ledger.records) == 4 + 4 + 1 + 2
     for record in ctx.ledger.records:
@@ -400,6 +382,7 @@ def test_role_names_are_checked():
         method.check_model_roles({"l3_cot": "scripted:echo"})
 
 
+@pytest.mark.system
 def test_the_command_line_optimises_then_reloads_the_learned_state(tmp_path):
     out = tmp_path / "run"
     common = ["run", "--method", "maas", "--benchmark", "arith", "--model", "scripted:echo",

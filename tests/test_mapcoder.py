@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 
 import pytest
+from helpers import prompts_of, records_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
@@ -96,18 +97,11 @@ def script(
     return respond
 
 
-def records(ctx: Context, agent: str) -> list:
-    return [r for r in ctx.ledger.records if r.agent == agent]
-
-
-def prompts(ctx: Context, agent: str) -> list[str]:
-    return [r.messages[-1]["content"] for r in records(ctx, agent)]
-
-
 def test_the_defaults_are_three_recalled_problems_and_five_debugging_rounds():
     assert (MapCoder().config.k, MapCoder().config.t) == (3, 5)
 
 
+@pytest.mark.system
 async def test_the_first_code_passing_costs_1_plus_2k_plus_1_calls():
     model = ScriptedModel(script({2: [RIGHT]}))
     ctx = Context(model)
@@ -124,6 +118,7 @@ async def test_the_first_code_passing_costs_1_plus_2k_plus_1_calls():
     assert ctx.ledger.records[-1].agent == "coding"
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("d", [1, 3, 5])
 async def test_a_pass_after_d_debugging_rounds_costs_1_plus_2k_plus_1_plus_d(d):
     model = ScriptedModel(script({2: [WRONG] * d + [RIGHT]}))
@@ -135,6 +130,7 @@ async def test_a_pass_after_d_debugging_rounds_costs_1_plus_2k_plus_1_plus_d(d):
     assert [r["plan"] for r in solution.metadata["test_results"]] == [2] * (d + 1)
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(("k", "t"), [(3, 5), (2, 1), (1, 0)])
 async def test_no_code_ever_passing_costs_1_plus_2k_plus_k_times_1_plus_t(k, t):
     confidences = [10, 70, 40][:k]
@@ -146,20 +142,22 @@ async def test_no_code_ever_passing_costs_1_plus_2k_plus_k_times_1_plus_t(k, t):
     tried = [r["plan"] for r in solution.metadata["test_results"]]
     expected = sorted(range(1, k + 1), key=lambda i: -confidences[i - 1])
     assert tried == [i for i in expected for _ in range(1 + t)]  # by decreasing confidence
-    coders = [plan_of(p) for p in prompts(ctx, "coding")]
+    coders = [plan_of(p) for p in prompts_of(ctx, "coding")]
     assert coders == expected
     assert solution.answer == WRONG
 
 
+@pytest.mark.system
 async def test_the_second_plan_gets_its_turn_when_the_first_exhausts_its_rounds():
     model = ScriptedModel(script({2: [WRONG] * 6, 1: [WRONG, RIGHT]}))
     ctx = Context(model)
     solution = await MapCoder().solve(TASK, ctx)
     assert len(model.calls) == 1 + 2 * 3 + (1 + 5) + (1 + 1)
     assert solution.answer == RIGHT and solution.metadata["plans_tried"] == 2
-    assert [plan_of(p) for p in prompts(ctx, "coding")] == [2, 1]
+    assert [plan_of(p) for p in prompts_of(ctx, "coding")] == [2, 1]
 
 
+@pytest.mark.system
 async def test_without_a_pass_the_answer_is_the_code_passing_most_sample_tests():
     # plan 2: WRONG (1/2), then BROKEN, NO_CODE ...; plan 1: BROKEN ...; plan 3: WRONG again
     programs = {2: [WRONG, BROKEN, NO_CODE], 1: [BROKEN] * 6, 3: [BROKEN, WRONG] + [BROKEN] * 4}
@@ -173,13 +171,14 @@ async def test_without_a_pass_the_answer_is_the_code_passing_most_sample_tests()
     assert ctx.proposal.metadata["plan"] == 3  # plan 3's WRONG is the latest tied best
 
 
+@pytest.mark.system
 async def test_who_sees_what():
     model = ScriptedModel(script({2: [WRONG, NO_CODE, RIGHT]}))
     ctx = Context(model)
     await MapCoder().solve(TASK, ctx)
-    recall, *_ = prompts(ctx, "retrieval")
+    recall, *_ = prompts_of(ctx, "retrieval")
     assert TASK.prompt() in recall and "3 programming problems" in recall
-    planning = prompts(ctx, "planning")
+    planning = prompts_of(ctx, "planning")
     plans = [p for p in planning if kind_of(p) == "plan"]
     judged = [p for p in planning if kind_of(p) == "confidence"]
     assert len(plans) == len(judged) == 3
@@ -192,9 +191,9 @@ async def test_who_sees_what():
         i = plan_of(prompt)
         assert f"PLAN-{i}:" in prompt and "PLAN-" not in prompt.replace(f"PLAN-{i}", "")
         assert "problem-" not in prompt and "TUTORIAL" not in prompt
-    (code,) = prompts(ctx, "coding")
+    (code,) = prompts_of(ctx, "coding")
     assert "PLAN-2:" in code and "TUTORIAL" in code and all(t in code for t in SAMPLES)
-    first, second = prompts(ctx, "debugging")
+    first, second = prompts_of(ctx, "debugging")
     assert "PLAN-2:" in first and "return a - b" in first
     assert "assert add(1, 2) == 3  # returned -1" in first  # the sample-test log
     assert "not sure how to fix" in second and "No Python code was found" in second
@@ -210,6 +209,7 @@ async def test_who_sees_what():
     ]
 
 
+@pytest.mark.system
 async def test_a_task_without_sample_tests_takes_the_first_code_that_runs():
     task = Task(id="n1", question="Write a function add(a, b).", answer_type="code")
     model = ScriptedModel(script({2: ["```python\nraise ValueError('boom')\n```", WRONG]}))
@@ -217,9 +217,10 @@ async def test_a_task_without_sample_tests_takes_the_first_code_that_runs():
     solution = await MapCoder().solve(task, ctx)
     assert len(model.calls) == 1 + 2 * 3 + 1 + 1  # the crash is debugged once
     assert solution.answer == WRONG and solution.metadata["public_tests"] == []
-    assert "no sample tests" in prompts(ctx, "coding")[0]
+    assert "no sample tests" in prompts_of(ctx, "coding")[0]
 
 
+@pytest.mark.system
 async def test_garbage_replies_never_crash_and_fall_back_to_defaults():
     # recall not JSON: no examples, the raw text as background; confidences unreadable
     model = ScriptedModel(
@@ -229,9 +230,9 @@ async def test_garbage_replies_never_crash_and_fall_back_to_defaults():
     solution = await MapCoder().solve(TASK, ctx)
     assert len(model.calls) == 1 + 2 * 3 + 1
     assert solution.metadata["confidences"] == [None, None, None]
-    plans = [p for p in prompts(ctx, "planning") if kind_of(p) == "plan"]
+    plans = [p for p in prompts_of(ctx, "planning") if kind_of(p) == "plan"]
     assert all("BACKGROUND" in p and "related problem" not in p for p in plans)
-    assert plan_of(prompts(ctx, "coding")[0]) == 0  # no example: the plans are all 'PLAN-0'
+    assert plan_of(prompts_of(ctx, "coding")[0]) == 0  # no example: the plans are all 'PLAN-0'
     # every reply empty: still k plans, every plan debugged t times
     model = ScriptedModel(lambda request: "")
     solution = await MapCoder(t=1).solve(TASK, Context(model))
@@ -262,14 +263,16 @@ def test_confidences_are_read_leniently_and_clamped():
     assert read_confidence("") is None
 
 
+@pytest.mark.system
 async def test_confidence_clamping_orders_the_plans():
     model = ScriptedModel(script({}, confidences=["95%", 400, -20]), name="m")
     ctx = Context(model)
     solution = await MapCoder(t=0).solve(TASK, ctx)
     assert solution.metadata["confidences"] == [95.0, 100.0, 0.0]
-    assert [plan_of(p) for p in prompts(ctx, "coding")] == [2, 1, 3]
+    assert [plan_of(p) for p in prompts_of(ctx, "coding")] == [2, 1, 3]
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("native", [True, False])
 async def test_the_recall_and_confidence_schemas_are_sent_natively_where_supported(native):
     model = ScriptedModel(script({2: [RIGHT]}), native=["structured_output"] if native else [])
@@ -286,6 +289,7 @@ async def test_the_recall_and_confidence_schemas_are_sent_natively_where_support
             assert schema is not None and schema["schema"] == expected
 
 
+@pytest.mark.system
 async def test_a_budget_stop_returns_the_code_passing_most_sample_tests_so_far():
     programs = {2: [WRONG, BROKEN, NO_CODE, RIGHT]}
     for calls, expected in ((7, ""), (8, WRONG), (9, WRONG), (10, WRONG)):
@@ -316,6 +320,7 @@ class TwoModels(ModelPool):
         return self.served[spec]
 
 
+@pytest.mark.system
 async def test_model_roles_put_the_coding_agent_on_another_model():
     method = get_method("mapcoder")()
     roles = method.check_model_roles({"coding": "scripted:b"})
@@ -327,9 +332,10 @@ async def test_model_roles_put_the_coding_agent_on_another_model():
         ("coding", "scripted:b"),
         ("debugging", "scripted:a"),
     ]
-    assert {r.model for r in records(ctx, "planning")} == {"scripted:a"}
+    assert {r.model for r in records_of(ctx, "planning")} == {"scripted:a"}
 
 
+@pytest.mark.system
 def test_the_command_line_runs_mapcoder_on_humaneval(tmp_path):
     base = {
         "^Here is a programming problem": recall_reply(),

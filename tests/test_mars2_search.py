@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+from helpers import agent_of, method_runner
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
@@ -38,10 +39,6 @@ def program(kind: str, tag: int) -> str:
     return f"Here it is:\n```python\ndef add(a, b):  # prog-{tag}\n    return {BODIES[kind]}\n```"
 
 
-def agent_of(request: ChatRequest) -> str:
-    return request.scope.rsplit("\x1f", 1)[-1]
-
-
 def script(kinds):
     """Reply i (1-based) is a program of kind ``kinds(i, agent)`` tagged ``# prog-i``."""
     counter = itertools.count(1)
@@ -57,9 +54,7 @@ def prompts(ctx: Context) -> list[str]:
     return [r.messages[-1]["content"] for r in ctx.ledger.records]
 
 
-async def search(model, ctx=None, task=TASK, **config):
-    ctx = ctx or Context(model)
-    return await Mars2Search(**config).solve(task, ctx), ctx
+search = method_runner(Mars2Search, TASK)
 
 
 def test_defaults_names_and_registration():
@@ -70,6 +65,7 @@ def test_defaults_names_and_registration():
     assert method.roles == ("agent",)
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("nodes", [1, 3, 6])
 async def test_programs_that_never_pass_cost_exactly_one_call_per_node(nodes):
     model = ScriptedModel(script(lambda i, a: "half"))
@@ -81,6 +77,7 @@ async def test_programs_that_never_pass_cost_exactly_one_call_per_node(nodes):
     assert solution.metadata["best_score"] == 0.5 and not solution.metadata["passed_all"]
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("t", [1, 2, 5])
 async def test_the_search_stops_at_the_first_node_that_passes_every_public_test(t):
     model = ScriptedModel(script(lambda i, a: "right" if i == t else "wrong"))
@@ -92,6 +89,7 @@ async def test_the_search_stops_at_the_first_node_that_passes_every_public_test(
     assert len(model.calls) == 8 and solution.answer == program("right", t)  # same answer
 
 
+@pytest.mark.system
 async def test_the_tree_its_parent_links_and_who_sees_what():
     kinds = ["wrong", "half", "half", "wrong", "half", "wrong", "half", "wrong", "half", "half"]
     model = ScriptedModel(script(lambda i, a: kinds[i - 1]))
@@ -131,6 +129,7 @@ async def test_the_tree_its_parent_links_and_who_sees_what():
         assert (alpha, beta) == pytest.approx((1 + sum(scores), 1 + len(scores) - sum(scores)))
 
 
+@pytest.mark.system
 def test_the_same_seed_grows_the_same_tree_and_other_seeds_other_trees():
     def tree(seed: int):
         model = ScriptedModel(script(lambda i, a: "half"))
@@ -154,6 +153,7 @@ class TwoModels(ModelPool):
         return self.served[spec]
 
 
+@pytest.mark.system
 async def test_the_thompson_posterior_shifts_expansions_to_the_agent_that_writes_passing_code():
     method = Mars2Search(nodes=12, stop_on_pass=False)
     roles = method.check_model_roles({"agent_1": "scripted:bad", "agent_2": "scripted:good"})
@@ -175,6 +175,7 @@ async def test_the_thompson_posterior_shifts_expansions_to_the_agent_that_writes
     assert sum(good_share) / len(good_share) >= 0.75  # a fair coin would give about a half
 
 
+@pytest.mark.system
 async def test_a_budget_stop_returns_the_best_node_so_far():
     kinds = ["wrong", "half", "wrong", "wrong", "right"]
     for calls, best in ((1, 1), (2, 2), (4, 2), (5, 5)):
@@ -186,6 +187,7 @@ async def test_a_budget_stop_returns_the_best_node_so_far():
         assert ("budget" in solution.metadata) == (calls < 5)
 
 
+@pytest.mark.system
 async def test_garbage_replies_score_zero_and_never_crash():
     replies = ["", "no code at all", "```python\ndef add(a, b) return\n```", "```python\n```"]
     model = ScriptedModel(replies, cycle=True)
@@ -200,6 +202,7 @@ async def test_garbage_replies_score_zero_and_never_crash():
     assert shown >= 1
 
 
+@pytest.mark.system
 async def test_with_no_public_test_a_program_that_runs_passes():
     task = Task(id="q", question="Write a function double(x).", answer_type="code")
     model = ScriptedModel(["```python\nraise ValueError\n```", "```python\nx = 1\n```"])
@@ -214,6 +217,7 @@ async def test_a_task_that_is_not_code_is_refused():
         await search(ScriptedModel(["42"]), task=task)
 
 
+@pytest.mark.system
 def test_the_command_line_runs_mars2_on_humaneval(tmp_path):
     out = tmp_path / "run"
     code = main(

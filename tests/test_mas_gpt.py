@@ -10,11 +10,11 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
+from helpers import TASK, agent_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.registry import ModelPool
@@ -22,13 +22,6 @@ from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.cot import cot_prompt
 from maslab.methods.mas_gpt import EXAMPLES, MasGpt, generator_system, query_prompt
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 
 
 def fenced(code: str) -> str:
@@ -70,11 +63,6 @@ LOOPS = fenced("def forward(task):\n    while True:\n        pass\n")
 NO_CODE = "I would use a team of three agents that debate."
 
 
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
-
-
 def responder(programs: list[str]) -> Callable[[ChatRequest], str]:
     """The generator writes ``programs`` in order; every other agent answers '<agent>: <its
     prompt's first 40 characters>' (a program's agent without its ``program/`` prefix)."""
@@ -108,6 +96,7 @@ def test_registered_with_the_documented_defaults():
         MasGpt(retries=-1)
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("n", [0, 1, 3])
 async def test_calls_are_one_plus_the_programs(n):
     solution, ctx, model = await solve([chain(n)])
@@ -118,6 +107,7 @@ async def test_calls_are_one_plus_the_programs(n):
     assert solution.metadata == {"attempts": [{"status": "ok", "calls": n}], "fallback": False}
 
 
+@pytest.mark.system
 async def test_the_generator_sees_the_query_and_the_program_gets_the_task():
     _, _, model = await solve([chain(1)])
     generator, step = model.requests
@@ -127,6 +117,7 @@ async def test_the_generator_sees_the_query_and_the_program_gets_the_task():
     assert list(step.messages) == [{"role": "user", "content": TASK.prompt()}]  # the task, verbatim
 
 
+@pytest.mark.system
 async def test_an_async_forward_with_gathered_agents_runs_concurrently():
     solution, ctx, _ = await solve([PARALLEL])
     assert ctx.usage.calls == 1 + 3 + 1
@@ -135,6 +126,7 @@ async def test_an_async_forward_with_gathered_agents_runs_concurrently():
     assert solution.answer.startswith("program: Pick one: expert_0: ")
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     ("bad", "calls", "shown"),
     [
@@ -160,6 +152,7 @@ async def test_a_failed_program_is_retried_with_the_error_shown(bad, calls, show
     assert solution.metadata["fallback"] is False
 
 
+@pytest.mark.system
 async def test_when_every_program_fails_the_solver_answers_directly():
     solution, ctx, model = await solve([RAISES_AFTER_2, NO_CODE])
     assert ctx.usage.calls == 1 + 2 + 1 + 0 + 1
@@ -172,6 +165,7 @@ async def test_when_every_program_fails_the_solver_answers_directly():
     }
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("retries", [0, 2])
 async def test_retries_bound_the_programs_written(retries):
     solution, ctx, _ = await solve([RAISES_AFTER_2] * (retries + 1), retries=retries)
@@ -180,6 +174,7 @@ async def test_retries_bound_the_programs_written(retries):
     assert solution.metadata["fallback"] is True
 
 
+@pytest.mark.system
 async def test_an_endless_program_is_cut_at_the_time_limit():
     solution, ctx, model = await solve([LOOPS, LOOPS], time_limit=1)
     assert agents(ctx) == ["generator", "generator", "solver"]
@@ -187,6 +182,7 @@ async def test_an_endless_program_is_cut_at_the_time_limit():
     assert [a["status"] for a in solution.metadata["attempts"]] == ["timeout", "timeout"]
 
 
+@pytest.mark.system
 async def test_the_program_is_served_at_most_max_program_calls():
     greedy = fenced(
         "from maslab_bridge import BridgeError, call_llm\n\n"
@@ -203,6 +199,7 @@ async def test_the_program_is_served_at_most_max_program_calls():
     assert solution.answer.startswith("4 answers, then: the program's limit of 4 model calls")
 
 
+@pytest.mark.system
 async def test_a_budget_stop_inside_the_program_returns_its_latest_reply():
     solution, ctx, _ = await solve([chain(5)], budget=Budget(max_calls=3))
     assert ctx.usage.calls == 3 and agents(ctx)[-1] == "program/step_2"
@@ -214,6 +211,7 @@ async def test_a_budget_stop_inside_the_program_returns_its_latest_reply():
     assert solution.answer == "" and agents(ctx) == ["generator"]
 
 
+@pytest.mark.system
 async def test_a_rerun_replays_the_generator_and_the_programs_calls_from_the_cache(tmp_path):
     cache = ResponseCache(tmp_path / "cache.sqlite")
     scripted = ScriptedModel(responder([chain(2)]))
@@ -228,6 +226,7 @@ async def test_a_rerun_replays_the_generator_and_the_programs_calls_from_the_cac
     cache.close()
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("example", re.findall(r"```python\n(.*?)```", EXAMPLES, re.S))
 async def test_the_example_programs_shown_to_the_generator_run(example):
     solution, ctx, _ = await solve([fenced(example)])
@@ -252,6 +251,7 @@ class TwoModels(ModelPool):
         return self.served[spec]
 
 
+@pytest.mark.system
 async def test_model_roles_put_the_generator_and_program_agents_on_other_models():
     method = MasGpt()
     roles = method.check_model_roles(
@@ -280,6 +280,7 @@ def test_model_roles_name_the_roles_and_any_program_agent():
             method.check_model_roles({bad: "scripted:echo"})
 
 
+@pytest.mark.system
 def test_the_command_line_runs_mas_gpt_end_to_end(tmp_path):
     program = chain(2).split("```python\n")[1].split("```")[0]
     script = tmp_path / "mas-gpt.yaml"

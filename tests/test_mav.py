@@ -9,13 +9,12 @@ import random
 import re
 
 import pytest
+from helpers import TASK, TwoModels, agent_of, method_runner
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.cot import cot_prompt
@@ -31,18 +30,7 @@ from maslab.methods.mav import (
     verify_prompt,
 )
 
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 _CANDIDATE = re.compile(r"Proposed solution:\ncand-(\d+):")
-
-
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def index_of(name: str) -> int:
@@ -70,10 +58,7 @@ def script(answers=None, approve=None):
     return respond
 
 
-async def run(model, ctx=None, **config):
-    ctx = ctx or Context(model)
-    solution = await MultiAgentVerification(**config).solve(TASK, ctx)
-    return solution, ctx
+run = method_runner(MultiAgentVerification, TASK)
 
 
 def test_defaults_and_names():
@@ -338,15 +323,6 @@ async def test_the_maslab_preset_draws_its_aspects_from_the_samples_seeded_strea
     assert len({tuple(await drawn(seed)) for seed in range(8)}) > 1
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel(script(), name=s) for s in ("scripted:a", "scripted:b")}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 @pytest.mark.parametrize(
     ("roles", "on_b"),
     [
@@ -357,7 +333,9 @@ class TwoModels(ModelPool):
 )
 async def test_model_roles_route_a_roles_calls_to_another_model(roles, on_b):
     method = get_method("mav")(n=3, aspects=["logic", "facts"])
-    ctx = Context("scripted:a", models=TwoModels(), model_roles=method.check_model_roles(roles))
+    ctx = Context(
+        "scripted:a", models=TwoModels(script), model_roles=method.check_model_roles(roles)
+    )
     await method.solve(TASK, ctx)
     assert len(ctx.ledger.records) == 3 + 6
     for record in ctx.ledger.records:
@@ -381,6 +359,7 @@ def test_each_sample_starts_afresh():
     assert second.answer == "cand-1: The answer is 42."
 
 
+@pytest.mark.system
 def test_the_command_line_runs_mav_end_to_end(tmp_path):
     out = tmp_path / "run"
     code = main(

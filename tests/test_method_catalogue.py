@@ -1,5 +1,5 @@
-"""Every bundled method says its category, paper and LLM calls per task, and the README's
-method table and ``maslab list methods`` say exactly the same."""
+"""Every bundled method says its category, paper and LLM calls per task, and the method table
+of docs/methods.md and ``maslab list methods`` say exactly the same."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from maslab.cli import main
 from maslab.core.method import get_method, list_methods
 from maslab.plugins import origin
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+PAGE = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text(encoding="utf-8")
 BUNDLED = [name for name in list_methods() if origin(get_method(name)) == "bundled"]
 
 
 def _table(heading: str) -> dict[str, list[str]]:
     """The rows of the first table after ``heading``, by their first cell, ``\\|`` unescaped."""
-    section = README.split(heading, 1)[1]
+    section = PAGE.split(heading, 1)[1]
     rows: dict[str, list[str]] = {}
     for line in section.splitlines():
         if not line.startswith("| `"):
@@ -33,7 +33,7 @@ def _table(heading: str) -> dict[str, list[str]]:
 
 def test_the_catalogue_covers_the_bundled_methods():
     assert len(BUNDLED) >= 20
-    assert sorted(_table("## Methods\n")) == sorted(BUNDLED)
+    assert sorted(_table("# Methods\n")) == sorted(BUNDLED)
     assert set(_table("| method | roles (agents reachable by name) |")) == set(BUNDLED)
 
 
@@ -41,7 +41,7 @@ def test_the_catalogue_covers_the_bundled_methods():
 def test_each_method_states_category_paper_and_calls(name, capsys):
     cls = get_method(name)
     assert cls.paper and cls.category and cls.calls, f"{name} lacks paper, category or calls"
-    assert _table("## Methods\n")[name] == [cls.paper, cls.category, cls.calls]
+    assert _table("# Methods\n")[name] == [cls.paper, cls.category, cls.calls]
     assert main(["list", "methods"]) == 0
     # without whitespace: the table folds long words where its columns are narrow (a method
     # imported from a long path earlier in the session widens the origin column)

@@ -7,23 +7,16 @@ import json
 
 import orjson
 import pytest
+from helpers import TASK
 
 from maslab.cli import main
 from maslab.core.answers import extract_answer
 from maslab.core.context import Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods import mad, self_consistency  # noqa: F401  (importing registers them)
 from maslab.methods.cot import cot_prompt
 from maslab.methods.exchange_of_thought import PERSONAS, confidence
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 
 
 def numbered(template="reply-{n}: The answer is {n}."):

@@ -6,21 +6,14 @@ import json
 import random
 
 import pytest
+from helpers import TASK, prompts_of
 
 from maslab.cli import main
 from maslab.core.context import Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods import conductor, planner_executor  # noqa: F401
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 
 # -- conductor ---------------------------------------------------------------------------------
 
@@ -58,10 +51,7 @@ def final(answer, plan=None):
     return action("final_answer", plan, answer=answer)
 
 
-def prompts(ctx, agent):
-    return [r.messages[-1]["content"] for r in ctx.ledger.records if r.agent == agent]
-
-
+@pytest.mark.system
 async def test_conductor_scripted_scenario_makes_the_exact_calls_and_routes_every_message():
     team = Team(
         planner=[
@@ -105,7 +95,7 @@ async def test_conductor_scripted_scenario_makes_the_exact_calls_and_routes_ever
     ]
 
     # the planner sees the task and the observations; each sub-agent only the task it was given
-    planner = prompts(ctx, "planner")
+    planner = prompts_of(ctx, "planner")
     assert TASK.question in planner[0]
     assert "Observation from analyst:\nANALYST-REPORT" in planner[1]
     assert "Observation from coder:\nCODER-42" in planner[2]
@@ -113,7 +103,7 @@ async def test_conductor_scripted_scenario_makes_the_exact_calls_and_routes_ever
     assert [m["role"] for m in analyst_request] == ["system", "user"]
     assert "Explain how to compute six times seven." in analyst_request[1]["content"]
     assert TASK.question not in analyst_request[1]["content"]
-    coder = prompts(ctx, "coder")
+    coder = prompts_of(ctx, "coder")
     assert (
         "Compute 6 * 7 in Python." in coder[0]
         and "Replies allowed, the report included: 3." in coder[0]
@@ -152,7 +142,7 @@ async def test_conductor_forces_a_final_answer_at_the_step_cap_within_the_bound(
     assert solution.answer == "I am out of steps. The answer is 42."
     assert solution.metadata["finish"] == "forced"
     assert ctx.ledger.records[-1].agent == "planner"
-    assert "used all your steps" in prompts(ctx, "planner")[-1]
+    assert "used all your steps" in prompts_of(ctx, "planner")[-1]
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -181,6 +171,7 @@ async def test_a_forced_answer_written_as_final_answer_json_is_unwrapped():
     assert solution.metadata["finish"] == "forced"
 
 
+@pytest.mark.system
 async def test_the_coder_stops_at_its_cap_and_reports_its_last_output():
     team = Team(
         planner=[action("coder", task="Print 42."), final("42")],
@@ -190,8 +181,8 @@ async def test_the_coder_stops_at_its_cap_and_reports_its_last_output():
     solution = await get_method("conductor")(coder_steps=2).solve(TASK, ctx)
     assert len(team.model.calls) == 1 + 2 + 1
     assert solution.answer == "42"
-    assert "your last" in prompts(ctx, "coder")[1]
-    report = prompts(ctx, "planner")[1]
+    assert "your last" in prompts_of(ctx, "coder")[1]
+    report = prompts_of(ctx, "planner")[1]
     assert "```py\nprint(42)\n```\n\nOutput of the last program:\nstatus: ok\nstdout:\n42" in report
 
 
@@ -236,7 +227,7 @@ async def test_a_malformed_action_gets_one_corrective_retry_that_counts_as_a_ste
     solution = await get_method("conductor")().solve(TASK, ctx)
     assert len(team.model.calls) == 2
     assert solution.answer == "42"
-    assert "not a valid action" in prompts(ctx, "planner")[1]
+    assert "not a valid action" in prompts_of(ctx, "planner")[1]
     assert [t["action"] for t in solution.metadata["trace"]] == [None, "final_answer"]
 
 
@@ -275,7 +266,7 @@ async def test_a_null_final_answer_is_no_answer_and_gets_the_corrective_retry(no
     ctx = Context(team.model)
     solution = await get_method("conductor")().solve(TASK, ctx)
     assert len(team.model.calls) == 2 and solution.answer == "42"
-    assert "not a valid action" in prompts(ctx, "planner")[1]
+    assert "not a valid action" in prompts_of(ctx, "planner")[1]
     assert [t["action"] for t in solution.metadata["trace"]] == [None, "final_answer"]
 
 
@@ -299,7 +290,7 @@ async def test_unknown_members_and_bad_arguments_are_observations_without_model_
     ctx = Context(team.model)
     await get_method("conductor")().solve(TASK, ctx)
     assert len(team.model.calls) == 3
-    planner = prompts(ctx, "planner")
+    planner = prompts_of(ctx, "planner")
     assert "error: unknown tool 'browser'; available: analyst, coder" in planner[1]
     assert "error: bad arguments for analyst: task: Field required" in planner[2]
 
@@ -311,7 +302,7 @@ async def test_extra_tools_are_offered_to_the_planner_and_run_without_model_call
     assert len(team.model.calls) == 2
     system = ctx.ledger.records[0].messages[0]["content"]
     assert "- multiply(a: number, b: number)" in system and "- coder(task: string)" in system
-    assert "Observation from multiply:\n42" in prompts(ctx, "planner")[1]
+    assert "Observation from multiply:\n42" in prompts_of(ctx, "planner")[1]
     assert "multiply" in ctx.topology.nodes
 
 
@@ -400,6 +391,7 @@ async def test_unknown_functions_and_missing_calls_are_error_observations():
     assert second == solution.answer == "error: no function call found in the reply"
 
 
+@pytest.mark.system
 async def test_python_function_runs_in_the_sandbox():
     model = octo(plan("Compute 6*7 in Python."), call("python", code="print(6 * 7)"))
     solution = await get_method("planner_executor")().solve(TASK, Context(model))

@@ -8,22 +8,15 @@ import json
 import re
 
 import pytest
+from helpers import GOLD_TASK as TASK
 
 from maslab.cli import main
 from maslab.core.context import Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods import goagent, macnet  # noqa: F401 (registers the methods)
 
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    gold="42",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 TOKEN = re.compile(r"token-\d+")
 
 
@@ -399,6 +392,7 @@ async def test_goagent_optimize_is_a_no_op_for_the_llm_selector():
 # -- end to end ------------------------------------------------------------------------------
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("method", ["macnet", "goagent"])
 def test_maslab_run_end_to_end(tmp_path, method):
     out = tmp_path / "run"

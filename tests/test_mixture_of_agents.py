@@ -5,27 +5,15 @@ from __future__ import annotations
 import re
 
 import pytest
+from helpers import TASK, agent_of, method_runner
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.scripted import ScriptedModel
 from maslab.llm.types import ChatRequest
 from maslab.methods.mixture_of_agents import MixtureOfAgents, synthesis_system
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
-
-
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def system_of(request: ChatRequest) -> str | None:
@@ -43,10 +31,7 @@ def tagged(request: ChatRequest) -> str:
     return f"{agent_of(request)} after {shown(request)}: The answer is 42."
 
 
-async def run(model, ctx=None, **config):
-    ctx = ctx or Context(model)
-    solution = await MixtureOfAgents(**config).solve(TASK, ctx)
-    return solution, ctx
+run = method_runner(MixtureOfAgents, TASK)
 
 
 def test_defaults_are_the_papers():

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers import GOLD_TASK as TASK
+from helpers import TwoModels
 
 from maslab.analysis.stats import summarize
 from maslab.bench.benchmark import get_benchmark
@@ -21,20 +23,12 @@ from maslab.errors import ConfigError
 from maslab.harness.runner import RunConfig, Runner
 from maslab.harness.sweep import load_sweep
 from maslab.llm.ledger import CallRecord
-from maslab.llm.registry import ModelPool
-from maslab.llm.scripted import ScriptedModel, last_user_message
+from maslab.llm.scripted import last_user_message
 from maslab.methods.llm_debate import LLMDebate
 from maslab.store.run_store import RunStore
 
 GSM8K = Path(__file__).parent / "fixtures" / "cli" / "gsm8k_small.jsonl"
 MAIN, OTHER = "scripted:main", "scripted:other"
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    gold="42",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 MAZE = get_benchmark("collab_maze")().load(limit=1)[0]
 POOL = {"groups": [{"name": "alpha", "roles": ["a1", "a2"]}, {"name": "beta", "roles": ["b1"]}]}
 
@@ -56,17 +50,6 @@ def respond(request) -> str:
     if "Write the function call" in prompt:
         return json.dumps({"function": "multiply", "arguments": {"a": 6, "b": 7}})
     return "The answer is 42."
-
-
-class TwoModels(ModelPool):
-    """Serves ``scripted:main`` and ``scripted:other``, both answering with :func:`respond`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {spec: ScriptedModel(respond, name=spec) for spec in (MAIN, OTHER)}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
 
 
 def named(*agents: str) -> Callable[[CallRecord], bool]:
@@ -117,7 +100,8 @@ CASES = [
 
 
 async def solve(method: str, config: dict, task: Task, model_roles: dict) -> list[CallRecord]:
-    ctx = Context(MAIN, models=TwoModels(), model_roles=model_roles)
+    models = TwoModels(lambda: respond, (MAIN, OTHER))
+    ctx = Context(MAIN, models=models, model_roles=model_roles)
     await get_method(method)(config).solve(task, ctx)
     return ctx.ledger.records
 
@@ -142,7 +126,8 @@ async def test_a_role_or_agent_name_routes_exactly_its_calls_to_its_model(
 
 def test_an_agent_entry_beats_its_role_which_beats_the_method_and_the_run():
     roles = {"debater": {"model": OTHER, "temperature": 0.1}, "debater_2": {"model": MAIN}}
-    ctx = Context(MAIN, models=TwoModels(), sampling={"temperature": 0.5}, model_roles=roles)
+    models = TwoModels(lambda: respond, (MAIN, OTHER))
+    ctx = Context(MAIN, models=models, sampling={"temperature": 0.5}, model_roles=roles)
     first = ctx.agent("debater_1", role="debater", temperature=0.9)
     second = ctx.agent("debater_2", role="debater")
     judge = ctx.agent("judge", temperature=0.9)
@@ -253,11 +238,11 @@ def test_the_same_directory_refuses_other_model_roles(tmp_path, capsys):
 def test_the_run_directory_depends_on_the_model_roles(tmp_path):
     a, b = scripts(tmp_path)
 
-    def out(*roles: str) -> str:
-        return run_config(build_parser().parse_args(debate_argv(a, *roles))).out
+    def out(*roles: str) -> str | None:
+        return Runner(run_config(build_parser().parse_args(debate_argv(a, *roles)))).config.out
 
     plain = out()
-    assert plain == run_config(build_parser().parse_args(debate_argv(a))).out
+    assert plain is not None and plain == out()
     assert len({plain, out(f"debater_2={b}"), out(f"debater_1={b}"), out(f"debater={b}")}) == 4
     assert out(f"debater_2={b}") == out(f"debater_2={b}")
     assert out(f"debater_2={b}", "debater_2.temperature=0") != out(f"debater_2={b}")

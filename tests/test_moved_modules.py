@@ -16,6 +16,7 @@ def test_an_old_path_imports_the_module_that_took_its_place(old, new):
     assert importlib.import_module(old) is importlib.import_module(new)
 
 
+@pytest.mark.system
 def test_names_the_old_readme_imported_still_import_in_a_fresh_process():
     code = (
         "from maslab.roles import numbered\n"

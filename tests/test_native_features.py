@@ -136,6 +136,7 @@ def fake_model(server: FakeOpenAIServer, transport: str, **endpoint: object):
     return load_model("openai:fake", endpoints=table, retry=RetryPolicy(attempts=1))
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_both_transports_send_native_fields_and_read_tool_calls(transport):
     with FakeOpenAIServer(lambda request: Reply.calling("add", {"a": 2})) as server:

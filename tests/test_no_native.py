@@ -45,6 +45,7 @@ def test_a_run_without_native_features_loads_text_only_models_and_says_so(
     assert runner.manifest.native is False and "native" in runner.manifest.identity()
 
 
+@pytest.mark.system
 def test_the_cli_flag_is_recorded_and_names_its_own_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     argv = ["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "1",

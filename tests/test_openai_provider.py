@@ -52,6 +52,7 @@ async def test_usage_totals_equal_server_totals_first_call_included(transport):
         await model.aclose()
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_max_concurrency_caps_in_flight_requests(transport):
     with FakeOpenAIServer(latency=0.05) as server:
@@ -87,6 +88,7 @@ async def test_permanent_failure_raises_llm_error_after_configured_attempts(tran
         await model.aclose()
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_hanging_request_times_out(transport):
     with FakeOpenAIServer(faults={"hang": 1.0}) as server:  # every request hangs for an hour

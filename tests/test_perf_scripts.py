@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.system
+
 ROOT = Path(__file__).resolve().parents[1]
 PERF = ROOT / "perf"
 

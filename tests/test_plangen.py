@@ -11,13 +11,12 @@ import re
 from collections.abc import Callable
 
 import pytest
+from helpers import TASK, TwoModels, agent_of, method_runner
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.plangen import (
@@ -34,20 +33,9 @@ from maslab.methods.plangen import (
     ucb,
 )
 
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 CONSTRAINTS = "CONSTRAINTS: use multiplication; the result is an integer."
 _STEP = re.compile(r"Step \d+: (step-\d+)")
 _PLAN = re.compile(r"(plan-\d+)")
-
-
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def kind_of(prompt: str) -> str:
@@ -109,10 +97,7 @@ def script(
     return respond
 
 
-async def run(model, ctx=None, **config):
-    ctx = ctx or Context(model)
-    solution = await PlanGEN(**config).solve(TASK, ctx)
-    return solution, ctx
+run = method_runner(PlanGEN, TASK)
 
 
 def kinds(model: ScriptedModel) -> list[str]:
@@ -537,15 +522,6 @@ async def test_a_completed_run_returns_the_executors_answer():
     assert solution.answer == ctx.proposal.answer == "Executed: The answer is 42."
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel(script(), name=s) for s in ("scripted:a", "scripted:b")}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 @pytest.mark.parametrize(
     ("framework", "roles", "on_b"),
     [
@@ -561,7 +537,9 @@ class TwoModels(ModelPool):
 )
 async def test_model_roles_route_a_roles_calls_to_another_model(framework, roles, on_b):
     method = get_method("plangen")(framework=framework, tot_iterations=2, max_iterations=1, n=2)
-    ctx = Context("scripted:a", models=TwoModels(), model_roles=method.check_model_roles(roles))
+    ctx = Context(
+        "scripted:a", models=TwoModels(script), model_roles=method.check_model_roles(roles)
+    )
     await method.solve(TASK, ctx)
     assert {r.agent for r in ctx.ledger.records} >= on_b
     for call in ctx.ledger.records:
@@ -586,6 +564,7 @@ async def test_a_model_role_temperature_overrides_the_methods():
         method.check_model_roles({"judge": "scripted:echo"})
 
 
+@pytest.mark.system
 def test_the_command_line_runs_plangen_end_to_end(tmp_path):
     for framework, calls in (("best_of_n", 12), ("rebase", 32)):
         out = tmp_path / framework

@@ -196,9 +196,9 @@ def registered_here(monkeypatch):
 
 
 def readme_method() -> str:
-    """The code of README's "Writing a method" section."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Writing a method", 1)[1]
+    """The code of the docs' "Write a method" page (its Method API section)."""
+    page = (ROOT / "docs" / "guide" / "write-a-method.md").read_text()
+    section = page.split("## The Method API", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 

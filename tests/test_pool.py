@@ -12,6 +12,7 @@ from maslab.llm.pool import Limited
 from maslab.llm.scripted import ScriptedModel
 
 
+@pytest.mark.system
 async def test_rpm_limits_the_request_rate():
     limited = Limited(ScriptedModel(), max_concurrency=10, rpm=2)
     limited._throttler.period = 0.4  # 2 requests per 0.4 s instead of per minute

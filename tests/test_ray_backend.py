@@ -30,6 +30,8 @@ from maslab.methods.vanilla import Vanilla
 from maslab.store.run_store import RunStore
 from maslab.testing import FakeOpenAIServer
 
+pytestmark = pytest.mark.system
+
 ray = pytest.importorskip("ray")
 # the workers build this module's method from its pickled class, not by importing the module
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

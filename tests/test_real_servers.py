@@ -47,6 +47,8 @@ from maslab.llm.local import resolve_gguf
 from maslab.llm.registry import load_model
 from maslab.llm.retry import RetryPolicy
 
+pytestmark = pytest.mark.system
+
 TRANSPORTS = ["http", "sdk"]
 STARTUP_S = 120.0
 ONCE = RetryPolicy(attempts=1)

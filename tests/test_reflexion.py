@@ -8,12 +8,12 @@ import itertools
 import json
 
 import pytest
+from helpers import TwoModels, prompts_of, records_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.cot import cot_prompt
 from maslab.methods.reflexion import JUDGEMENT_SCHEMA, Reflexion, parse_tests
@@ -66,14 +66,6 @@ def script(pass_at: int | None = None, *, as_json: bool = True):
         return f"attempt-{i}: The answer is {i}."
 
     return respond
-
-
-def records_of(ctx, agent):
-    return [r for r in ctx.ledger.records if r.agent == agent]
-
-
-def prompts_of(ctx, agent):
-    return [r.messages[-1]["content"] for r in records_of(ctx, agent)]
 
 
 # --- self-evaluation (non-code tasks) --------------------------------------------------------
@@ -191,15 +183,6 @@ async def test_a_budget_stop_returns_the_latest_attempt():
         assert "budget" in solution.metadata and ctx.usage.calls == calls
 
 
-class TwoModels(ModelPool):
-    def __init__(self, respond) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel(respond(), name=s) for s in ("scripted:a", "scripted:b")}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 async def test_model_roles_put_the_evaluator_on_another_model():
     method = get_method("reflexion")()
     roles = method.check_model_roles({"evaluator": "scripted:b"})
@@ -247,6 +230,7 @@ def code_script(programs, tests=TESTS):
     return respond
 
 
+@pytest.mark.system
 async def test_code_tasks_run_generated_tests_and_stop_when_they_pass():
     model = ScriptedModel(code_script([WRONG, RIGHT]))
     ctx = Context(model)
@@ -273,6 +257,7 @@ async def test_code_tasks_run_generated_tests_and_stop_when_they_pass():
     ]
 
 
+@pytest.mark.system
 async def test_code_that_never_passes_costs_2T_calls_and_garbage_tests_fall_back():
     model = ScriptedModel(code_script([WRONG, "no code here", WRONG]))
     ctx = Context(model)
@@ -287,6 +272,7 @@ async def test_code_that_never_passes_costs_2T_calls_and_garbage_tests_fall_back
     assert solution.metadata["tests"] == [] and solution.metadata["test_results"] == [(0, 0)] * 2
 
 
+@pytest.mark.system
 async def test_a_budget_stop_on_a_code_task_returns_the_latest_program():
     for calls, expected in ((1, WRONG), (2, WRONG), (3, WRONG), (4, RIGHT)):
         model = ScriptedModel(code_script([WRONG, RIGHT]))
@@ -296,6 +282,7 @@ async def test_a_budget_stop_on_a_code_task_returns_the_latest_program():
         assert ("budget" in solution.metadata) == (calls < 4)
 
 
+@pytest.mark.system
 async def test_a_humaneval_style_stub_goes_before_the_program():
     task = Task(
         id="h1",
@@ -316,6 +303,7 @@ def test_parse_tests_keeps_distinct_one_line_asserts_up_to_the_limit():
     assert parse_tests(text, 2) == ["assert f(1) == 1", "assert f(2) == 4"]
 
 
+@pytest.mark.system
 def test_the_command_line_runs_reflexion_end_to_end(tmp_path):
     out = tmp_path / "run"
     code = main(

@@ -10,9 +10,13 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 from maslab.cli import main
 from maslab.store.run_store import SPENT_KEYS, ResultRecord, RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
+
+pytestmark = pytest.mark.system
 
 FAULTS = {"429": 0.2, "500": 0.05, "hang": 0.02, "malformed": 0.01, "empty_choices": 0.01}
 TASKS = 200

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers import lines
 
 from maslab.cli import main
 from maslab.core.context import Context
@@ -20,10 +21,6 @@ from maslab.llm.local import LocalModel, _Engine
 from maslab.llm.types import ChatRequest
 from maslab.testing import ScriptedModel
 from maslab.testing.fake_server import FakeOpenAIServer
-
-
-def lines(path: Path) -> list[dict]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
 def random_server() -> FakeOpenAIServer:
@@ -50,6 +47,7 @@ def responses(out: Path) -> dict[tuple[str, int], list[str]]:
     }
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(("method", "calls"), [("cot", 1), ("self_consistency", 5)])
 def test_repeats_draw_afresh_reruns_replay_and_new_seeds_draw_again(tmp_path, method, calls):
     cache = tmp_path / "cache.sqlite"
@@ -134,6 +132,7 @@ def prompts(model: ScriptedModel) -> list[bytes]:
     return sorted(orjson.dumps(r.messages) for r in model.requests)
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("method", sorted(CONFIGS))
 async def test_prompts_are_byte_identical_whatever_the_completion_order(tmp_path, method):
     one, two = jittery(1), jittery(2)

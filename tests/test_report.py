@@ -138,12 +138,14 @@ def test_the_report_parses_each_trace_once_for_its_figures_and_the_shown_ones_ag
     ]
 
 
+@pytest.mark.system
 def test_importing_the_report_draws_in_no_plotting_library():
     code = "import sys, maslab.report; print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
     assert result.stdout.strip() == b"False"
 
 
+@pytest.mark.system
 def test_a_one_run_report_with_a_topology_loads_no_plotting_library(tmp_path):
     run = make_run(tmp_path / "run", "debate", [True, False])
     code = (

@@ -15,7 +15,10 @@ from browser import Browser, check_screenshot, find_chromium
 import maslab
 from maslab.report import build_report
 
-pytestmark = pytest.mark.skipif(find_chromium() is None, reason="no chromium binary")
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(find_chromium() is None, reason="no chromium binary"),
+]
 
 # arith's first three tasks: Yuki (gold 13), Amara (27), Sven (98). On Yuki the debaters flip
 # from 12 to 13; on Amara they hold 27; on Sven they give no answer, the same words twice.

@@ -10,6 +10,8 @@ from html import unescape
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from maslab.bench.evaluation import Score
 from maslab.core.topology import Topology
 from maslab.report import build_report
@@ -99,6 +101,7 @@ def section(page: str, number: int) -> str:
     return page.split(f'<section id="run-{number}">', 1)[1].split("</section>", 1)[0]
 
 
+@pytest.mark.system
 def test_labels_tell_two_llm_debate_runs_apart_by_the_keys_that_differ(tmp_path):
     three = make_run(tmp_path / "three", config={**DEBATE, "agents": 3})
     five = make_run(tmp_path / "five", config={**DEBATE, "agents": 5})
@@ -111,6 +114,7 @@ def test_labels_tell_two_llm_debate_runs_apart_by_the_keys_that_differ(tmp_path)
     assert "llm_debate (agents=5) · arith" in text(page)  # the run's section heading
 
 
+@pytest.mark.system
 def test_labels_name_the_model_when_the_runs_use_several_and_the_directory_as_a_last_resort(
     tmp_path,
 ):
@@ -129,6 +133,7 @@ def test_labels_name_the_model_when_the_runs_use_several_and_the_directory_as_a_
     ]
 
 
+@pytest.mark.system
 def test_a_cost_plot_of_seventeen_runs_numbers_its_points_and_keys_them_beside_it(tmp_path):
     runs = [
         make_run(tmp_path / f"run{i}", config={**DEBATE, "agents": i}, samples=[AGREE_LATE] * i)
@@ -174,6 +179,7 @@ def test_each_run_shows_its_agents_share_of_the_tokens(tmp_path):
     assert 'title="a: 75.0%"' in page
 
 
+@pytest.mark.system
 def test_pass_at_k_is_drawn_for_runs_with_repeats_only(tmp_path):
     once = make_run(tmp_path / "once")
     page = build_report([once], tmp_path / "once.html").read_text()

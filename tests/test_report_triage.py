@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_report_pictures import tbody, text
 
 from maslab.analysis.triage import SIGNALS, signals
@@ -136,6 +137,7 @@ def test_a_ranked_sample_that_is_not_shown_is_listed_without_a_link(tmp_path):
     assert len(re.findall(r'<li><a href="#run-0-sample-\d+">', html)) == 3
 
 
+@pytest.mark.system
 def test_the_filter_offers_the_signals_that_fired_on_the_shown_samples(tmp_path):
     samples = [Sample(), FLIP, Sample(), FLIP, PROBLEM]
     page = build_report([make_run(tmp_path / "run", samples)], tmp_path / "r.html").read_text()
@@ -155,6 +157,7 @@ def test_the_filter_offers_the_signals_that_fired_on_the_shown_samples(tmp_path)
     assert "<script" not in page.lower()
 
 
+@pytest.mark.system
 def test_a_run_without_stored_signals_gets_them_from_its_traces(tmp_path):
     samples = [Sample(), FLIP, PROBLEM]
     stored = make_run(tmp_path / "stored", samples)

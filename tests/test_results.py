@@ -256,6 +256,7 @@ def test_an_evaluators_details_are_kept_in_the_record(tmp_path):
     assert kept.score is not None and kept.score.details == details
 
 
+@pytest.mark.system
 def test_one_writer_per_run_directory(tmp_path):
     """A second store (another process, or the same one) cannot open a run being written; it
     is told who holds it, and may open it once the first is closed."""

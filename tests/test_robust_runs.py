@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers import lines, run_cli
 
 from maslab.analysis.stats import error_causes, summarize
 from maslab.cli import main
@@ -21,14 +22,10 @@ GSM8K = FIXTURES / "gsm8k_small.jsonl"
 SCRIPT = FIXTURES / "answers.yaml"
 
 
-def lines(path: Path) -> list[dict]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-
-
 def run(out: Path, *extra: object) -> int:
     args = ["run", "--method", "vanilla", "--benchmark", "gsm8k", "--data", GSM8K, "--quiet",
             "--model", f"scripted:{SCRIPT}", "--out", out, "--no-cache", *extra]  # fmt: skip
-    return main([str(a) for a in args])
+    return run_cli(*args)
 
 
 def test_a_corrupted_line_is_skipped_with_a_warning_and_its_sample_rerun(tmp_path, caplog, capsys):
@@ -69,6 +66,7 @@ def test_manifest_write_is_atomic(tmp_path, monkeypatch):
     assert path.read_bytes() == b'{"old": true}'  # readers never see half a manifest
 
 
+@pytest.mark.system
 def test_a_smaller_limit_or_repeats_reports_exactly_the_subset(tmp_path, capsys):
     out = tmp_path / "run"
     assert run(out, "--repeats", "2") == 0

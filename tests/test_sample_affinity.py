@@ -19,6 +19,7 @@ from maslab.testing import FakeOpenAIServer, ScriptedModel
 ANSWER = "Adding step by step gives 42. The answer is 42."
 
 
+@pytest.mark.system
 def test_every_request_of_a_sample_lands_on_one_server_and_samples_spread(tmp_path):
     tasks = get_benchmark("arith")().load(limit=12)
     endpoints = tmp_path / "endpoints.yaml"

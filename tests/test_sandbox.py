@@ -31,6 +31,8 @@ from maslab.sandbox import (
     unsafe_no_sandbox,
 )
 
+pytestmark = pytest.mark.system
+
 # The first line a run prints: its cwd and pid namespace, which find its processes from outside.
 PRINT_WHERE = "import os\nprint(os.getcwd(), os.readlink('/proc/self/ns/pid'), flush=True)\n"
 

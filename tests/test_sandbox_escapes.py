@@ -31,6 +31,8 @@ from maslab.sandbox import (
     run_python,
 )
 
+pytestmark = pytest.mark.system
+
 # The first line each program prints: the pid namespace that finds its processes from outside.
 PRINT_NAMESPACE = "import os\nprint(os.readlink('/proc/self/ns/pid'), flush=True)\n"
 

@@ -163,6 +163,7 @@ def _run(tmp_path, base_url: str, policy: Policy) -> Runner:
     return runner
 
 
+@pytest.mark.system
 def test_the_policy_keeps_the_cap_and_changes_no_prompt_or_answer(tmp_path):
     outcomes = {}
     # latencies drawn afresh for each call: the calls finish in another order in each run

@@ -129,6 +129,7 @@ def _leaks(root: Path, secrets: list[str]) -> list[str]:
     ]
 
 
+@pytest.mark.system
 def test_a_canary_key_reaches_no_file_and_no_terminal(tmp_path, monkeypatch, capsys):
     canary, wrong = f"sk-canary-{token_hex(16)}", f"sk-canary-{token_hex(16)}"
     monkeypatch.setenv("MASLAB_CANARY_KEY", canary)

@@ -11,6 +11,7 @@ from fractions import Fraction
 from itertools import pairwise
 
 import pytest
+from helpers import TASK, agent_of, method_runner
 
 import maslab
 from maslab.analysis.synergy import condition_gaps, synergy
@@ -33,18 +34,7 @@ from maslab.methods.self_org_team import (
     turn_prompt,
 )
 
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 NOTE = "SECRET-NOTE: the product is forty-two."
-
-
-def agent_of(request: ChatRequest) -> str:
-    """The agent that made the call (the last part of the request's draw scope)."""
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def system_of(request: ChatRequest) -> str:
@@ -59,10 +49,7 @@ def tagged(request: ChatRequest) -> str:
     return f"{agent_of(request)} after {shown}: The answer is 42."
 
 
-async def run(model, ctx=None, **config):
-    ctx = ctx or Context(model)
-    solution = await SelfOrgTeam(**config).solve(TASK, ctx)
-    return solution, ctx
+run = method_runner(SelfOrgTeam, TASK)
 
 
 def test_defaults_names_and_checks():
@@ -352,6 +339,7 @@ def team_provider(monkeypatch):
     return tasks
 
 
+@pytest.mark.system
 def test_a_scripted_team_with_a_known_expert_reproduces_the_synergy_gaps(team_provider, tmp_path):
     def evaluate(label: str, **config) -> maslab.RunResult:
         return maslab.evaluate(
@@ -422,6 +410,7 @@ def test_a_scripted_team_with_a_known_expert_reproduces_the_synergy_gaps(team_pr
     assert meta["first_answers"] == meta["final_answers"]
 
 
+@pytest.mark.system
 def test_the_command_line_runs_a_team_and_the_expert_alone(tmp_path):
     # not scripted:echo: echoing a prompt that holds the whole thread doubles it every turn
     member, expert = tmp_path / "member.yaml", tmp_path / "expert.yaml"

@@ -7,22 +7,14 @@ import itertools
 import json
 
 import pytest
+from helpers import TASK, TwoModels, records_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
-from maslab.core.task import Task
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.cot import cot_prompt
 from maslab.methods.self_refine import FEEDBACK_SCHEMA, SelfRefine
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 
 
 def script(stop_at: int | None = None, *, as_json: bool = True):
@@ -41,10 +33,6 @@ def script(stop_at: int | None = None, *, as_json: bool = True):
         return f"answer-{i}: The answer is {i}."
 
     return respond
-
-
-def records_of(ctx, agent):
-    return [r for r in ctx.ledger.records if r.agent == agent]
 
 
 @pytest.mark.parametrize("stop_at", [1, 2, 3, 4])
@@ -153,19 +141,10 @@ async def test_a_budget_stop_returns_the_best_answer_so_far():
     assert solution.answer == "answer-1: The answer is 1."  # the latest refinement
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel(script(3), name=s) for s in ("scripted:a", "scripted:b")}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 async def test_model_roles_put_the_critic_on_another_model():
     method = get_method("self_refine")()
     roles = method.check_model_roles({"critic": "scripted:b"})
-    ctx = Context("scripted:a", models=TwoModels(), model_roles=roles)
+    ctx = Context("scripted:a", models=TwoModels(lambda: script(3)), model_roles=roles)
     await method.solve(TASK, ctx)
     assert [(r.agent, r.model) for r in ctx.ledger.records] == [
         ("generator", "scripted:a"),
@@ -186,6 +165,7 @@ def test_each_sample_starts_afresh():
     assert prompt.count("--- Attempt") == 1
 
 
+@pytest.mark.system
 def test_the_command_line_runs_self_refine_end_to_end(tmp_path):
     out = tmp_path / "run"
     code = main(

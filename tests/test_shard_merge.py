@@ -64,6 +64,7 @@ def test_tasks_are_dealt_round_robin() -> None:
     assert shard_tasks(list(range(7)), (3, 3)) == [2, 5]
 
 
+@pytest.mark.system
 def test_a_shard_runs_its_tasks_only(whole: Path, shards: list[Path]) -> None:
     every = RunStore(whole).manifest().task_ids
     manifest = RunStore(shards[1]).manifest()
@@ -134,7 +135,7 @@ def test_a_missing_shard_is_refused_unless_partial(
     assert "partial: shard 2 missing" in capsys.readouterr().out
     expected = {k: v for k, v in records(whole).items() if k[0] not in shards_tasks(shards[1])}
     assert records(tmp_path / "m") == expected
-    assert RunStore(tmp_path / "m").manifest().model_extra["missing_shards"] == [2]
+    assert RunStore(tmp_path / "m").manifest().missing_shards == [2]
 
 
 def shards_tasks(shard: Path) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import TwoModels, agent_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
@@ -14,7 +15,6 @@ from maslab.core.method import get_method, list_methods
 from maslab.core.task import Task
 from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.skills_agent import (
@@ -53,10 +53,6 @@ def refusal(system) -> str:
         compile(system)
     assert "\n" not in str(refused.value)
     return str(refused.value)
-
-
-def agent_of(request: ChatRequest) -> str:
-    return request.scope.rsplit("\x1f", 1)[-1]
 
 
 def role(name: str, skill: str, **properties) -> Role:
@@ -430,21 +426,10 @@ async def test_budget_stops():
     assert solution.answer == "" and "calls limit 0" in solution.metadata["budget"]
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {
-            s: ScriptedModel(router_script(), name=s) for s in ("scripted:a", "scripted:b")
-        }
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 async def test_model_roles_put_the_router_on_another_model():
     method = get_method("skills_agent")(routing="hierarchical")
     roles = method.check_model_roles({"router": "scripted:b"})
-    ctx = Context("scripted:a", models=TwoModels(), model_roles=roles)
+    ctx = Context("scripted:a", models=TwoModels(router_script), model_roles=roles)
     await method.solve(TASK, ctx)
     assert [(r.agent, r.model) for r in ctx.ledger.records] == [
         ("router", "scripted:b"),
@@ -463,6 +448,7 @@ def run_cli(out, *config: str) -> int:
     return main(args)
 
 
+@pytest.mark.system
 def test_the_command_line_runs_skills_agent_end_to_end(tmp_path, capsys):
     cases = [((), 1), (("system=writer_critic",), 1), (("compile_from=self_refine",), 1),
              (("routing=flat",), 2), (("routing=hierarchical",), 3)]  # fmt: skip

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from helpers import GOLD_TASK as TASK
+from helpers import TwoModels
 
 from maslab.cli import main
 from maslab.core.answers import extract_answer
@@ -11,17 +13,8 @@ from maslab.core.context import Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.spp import DEMONSTRATIONS, SPP, final_section, personas, spp_prompt
-
-TASK = Task(
-    id="t1",
-    question="What is 6 * 7?",
-    gold="42",
-    answer_type="number",
-    instruction="End with 'The answer is N'.",
-)
 
 REPLY = """Participants: AI Assistant (you); Math Expert; Skeptic
 
@@ -128,20 +121,11 @@ def test_demonstrations_config():
         assert personas(demo)[0] == "AI Assistant (you)" and final_section(demo)
 
 
-class TwoModels(ModelPool):
-    def __init__(self) -> None:
-        super().__init__()
-        self.served = {s: ScriptedModel([REPLY], name=s) for s in ("scripted:a", "scripted:b")}
-
-    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
-        return self.served[spec]
-
-
 async def test_model_roles_route_the_call_to_another_model():
     SPP().check_model_roles({"solver": "scripted:b"})
     with pytest.raises(ConfigError, match="spp has no role or agent 'judge'"):
         SPP().check_model_roles({"judge": "scripted:b"})
-    pool = TwoModels()
+    pool = TwoModels(lambda: [REPLY])
     ctx = Context("scripted:a", models=pool, model_roles={"solver": "scripted:b"})
     await get_method("spp")().solve(TASK, ctx)
     assert [r.model for r in ctx.ledger.records] == ["scripted:b"]

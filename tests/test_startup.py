@@ -15,6 +15,7 @@ def _loaded_after(code: str) -> set[str]:
     return set(out.stdout.split())
 
 
+@pytest.mark.system
 def test_importing_maslab_loads_none_of_its_layers():
     loaded = _loaded_after("import maslab")
     assert not loaded & {"aiohttp", "networkx", "numpy", "matplotlib", "pydantic", "tenacity"}
@@ -29,6 +30,7 @@ def test_a_public_name_loads_on_first_use():
         maslab.nope  # noqa: B018
 
 
+@pytest.mark.system
 def test_looking_a_method_up_imports_its_module_only():
     code = (
         "import sys\nfrom maslab.core.method import get_method\nget_method('vanilla')\n"
@@ -44,6 +46,7 @@ def test_listing_still_finds_every_bundled_method():
     assert {"vanilla", "llm_debate", "goagent", "mas_gpt"} <= set(list_methods())
 
 
+@pytest.mark.system
 def test_a_scripted_run_never_loads_the_http_client(tmp_path):
     code = (
         "from maslab.cli import main\n"

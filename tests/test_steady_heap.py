@@ -11,6 +11,8 @@ from maslab.cli import main
 from maslab.cli.run import YOUNG_GENERATION
 from maslab.harness.runner import Runner
 
+pytestmark = pytest.mark.system
+
 SWEEP = """out: {out}
 models: [scripted:echo]
 methods: [vanilla, cot]

@@ -46,6 +46,7 @@ def finished(tmp_path: Path) -> list[int]:
             for label in LABELS]  # fmt: skip
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     ("in_file", "option", "overlap"),
     [(None, None, True), (None, "4", True), (None, "1", False), ("1", None, False),
@@ -74,6 +75,7 @@ def test_max_cells_below_one_is_a_one_line_error(tmp_path, capsys):
     assert "max_cells: " in err.splitlines()[-1] and not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.system
 def test_concurrency_caps_calls_in_flight_across_all_cells(tmp_path):
     # four cells of one call each would put 4 in flight; --concurrency 3 holds them to 3 (the
     # endpoint's own cap, 48, does not)
@@ -84,6 +86,7 @@ def test_concurrency_caps_calls_in_flight_across_all_cells(tmp_path):
     assert RunStore(tmp_path / "sweep/arith/a/openai_fake").manifest().concurrency == 3
 
 
+@pytest.mark.system
 def test_an_endpoints_max_concurrency_holds_across_cells(tmp_path, capsys):
     with FakeOpenAIServer(latency=0.5) as server:
         sweep = write_sweep(tmp_path, server.base_url, limit=1, cap=2)
@@ -95,6 +98,7 @@ def test_an_endpoints_max_concurrency_holds_across_cells(tmp_path, capsys):
     assert out.count("openai:fake caps calls in flight at 2") == 4
 
 
+@pytest.mark.system
 def test_a_failing_cell_does_not_stop_the_cells_beside_it(tmp_path, capsys):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
@@ -119,6 +123,7 @@ def test_a_failing_cell_does_not_stop_the_cells_beside_it(tmp_path, capsys):
     assert sum(line.startswith("arith/") for line in out.split("sweep done")[0].splitlines()) == 8
 
 
+@pytest.mark.system
 def test_ctrl_c_stops_every_running_cell_and_says_what_was_saved(tmp_path):
     # two answers, then 5 s a request: Ctrl-C lands mid-sweep even 40 s late (and the call in
     # flight, which the sweep waits for, ends by itself)

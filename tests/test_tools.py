@@ -104,6 +104,7 @@ def test_unknown_tool_names_are_a_config_error():
         get_tools(["add", "web"])
 
 
+@pytest.mark.system
 async def test_python_tool_reports_status_stdout_and_stderr():
     (python,) = get_tools(["python"])
     ok = await run_tool([python], ToolCall(name="python", arguments={"code": "print(6 * 7)"}))
@@ -113,6 +114,7 @@ async def test_python_tool_reports_status_stdout_and_stderr():
     assert failed == "status: error\nstdout:\npartial\nstderr:\nboom"
 
 
+@pytest.mark.system
 async def test_python_tool_limits_and_output_cap_are_configurable():
     slow = python_tool(Limits(wall_seconds=0.3, cpu_seconds=5))
     assert await slow.run(code="while True: pass") == "status: timeout"

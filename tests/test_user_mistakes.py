@@ -519,6 +519,7 @@ def maslab(*args: str, **kwargs: object) -> subprocess.Popen:
     )
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     ("signum", "name", "status"),
     [(signal.SIGTERM, "SIGTERM", 143), (signal.SIGINT, "Ctrl-C", 130)],
@@ -572,6 +573,7 @@ def test_sigterm_in_the_middle_of_a_task_leaves_no_task_holding_it():
         _terminate(signal.SIGTERM, None)
 
 
+@pytest.mark.system
 def test_a_closed_stdout_ends_quietly_with_141():
     process = maslab("list", "methods")
     process.stdout.close()  # the reader is gone before maslab writes

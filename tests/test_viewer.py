@@ -229,6 +229,7 @@ def test_taken_port_is_one_line(run_dir, capsys):
     assert err.count("\n") == 1 and f"port {port} on 127.0.0.1 is taken" in err
 
 
+@pytest.mark.system
 async def test_the_command_serves_on_localhost(run_dir):
     command = [sys.executable, "-m", "maslab.cli", "view", str(run_dir), "--port", "0",
                "--no-browser"]  # fmt: skip

@@ -10,7 +10,10 @@ from viewer_runs import write_run
 from maslab.viewer.app import start
 from maslab.viewer.runs import Run
 
-pytestmark = pytest.mark.skipif(find_chromium() is None, reason="no chromium binary")
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(find_chromium() is None, reason="no chromium binary"),
+]
 
 
 async def test_filter_search_and_transcript_in_chromium(tmp_path):

@@ -148,7 +148,7 @@ def _near_identical(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]
 
 def _repetitions(turns: Iterable[Turn]) -> int:
     """Messages near-identical to an earlier message of the same agent."""
-    earlier: dict[str, list[frozenset[str]]] = {}
+    earlier: dict[str, list[frozenset[tuple[str, ...]]]] = {}
     repeated = 0
     for turn in turns:
         shingles = _shingles(turn.content)

@@ -43,7 +43,7 @@ def _benchmark_rows() -> list[tuple[str, object, str]]:
     from maslab.bench.benchmark import get_benchmark, list_benchmarks
     from maslab.bench.data import data_path
 
-    rows = []
+    rows: list[tuple[str, object, str]] = []
     for name in list_benchmarks():
         cls = get_benchmark(name)
         try:  # plugin code: a benchmark that cannot tell still lists
@@ -64,7 +64,7 @@ def _tool_rows() -> list[tuple[str, object, str]]:
     """Each tool with its description (its factory is plugin code: a failing one still lists)."""
     from maslab.kit.tools import tool_factories
 
-    rows = []
+    rows: list[tuple[str, object, str]] = []
     for name, factory in tool_factories().items():
         try:
             text = factory().description

@@ -320,7 +320,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     out = merge(args.shards, args.out, partial=args.partial)
     console.print(f"merged {len(args.shards)} shards into {out}")
-    if missing := RunStore(out).manifest().model_extra.get("missing_shards"):
+    if missing := RunStore(out).manifest().missing_shards:
         console.print(
             f"[yellow]partial: shard{'s' * (len(missing) > 1)} {', '.join(map(str, missing))} "
             "missing; the merged run holds the other shards' tasks only[/]"

@@ -52,7 +52,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not ready:
         _print_failures(failed)
         raise ConfigError(f"no cell of {args.file} could start; the table above says why")
-    finished = []
+    finished: list[Path] = []
     # on Ray every cell runs at once: its shards queue for the workers in the file's order
     max_cells = len(ready) if workers else args.max_cells or sweep.max_cells
     with workers.running(cells[0].config) if workers else nullcontext():
@@ -61,7 +61,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if result is None:  # e.g. an endpoint that cannot be reached
             failed.append((cell, "while running", why))
             continue
-        finished.append(cell.config.out)
+        finished.append(result.dir)
         if errors := result.summary.describe_errors(limit=1):
             failed.append((cell, "samples errored", errors))
     console.print(f"sweep done: {len(finished)} of {len(cells)} runs finished under {sweep.out}")

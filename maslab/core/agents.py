@@ -79,7 +79,7 @@ class Agent:
         Native tool calls of the answer are in the message's ``metadata["tool_calls"]``
         (:class:`~maslab.llm.types.FunctionCall` objects).
         """
-        messages = (
+        messages: list[ChatMessage] = (
             [*self.history, {"role": "user", "content": prompt}]
             if prompt is not None
             else self.history

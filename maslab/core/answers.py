@@ -237,7 +237,8 @@ def _choice_in_span(span: str, letters: str, choices: Sequence[str]) -> str | No
 
 def _last_choice_letter(text: str, letters: str) -> str | None:
     """Last allowed letter written like "(C)", "C)", "**C**", "option C" or alone on a line."""
-    found = [m[m.lastindex] for m in _LETTER_PATTERN.finditer(text)]
+    # each branch of the pattern is one group: a match's last group is its letter
+    found = [m[m.lastindex] for m in _LETTER_PATTERN.finditer(text) if m.lastindex]
     allowed = [letter for letter in found if letter in letters]
     return allowed[-1] if allowed else None
 

@@ -103,10 +103,12 @@ class Method:
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[MethodConfig]] = MethodConfig
+    config: MethodConfig
+    """The checked settings, a ``Config``: a method narrows the type with ``config: Config``."""
     roles: ClassVar[tuple[str, ...]] = ()
     """The roles of the method's agents: the keys of model roles (see :mod:`maslab.core.roles`)."""
     paper: ClassVar[str] = ""
-    """The paper the method follows, as the README cites it: "Du et al., arXiv 2305.14325"."""
+    """The paper the method follows, as docs/methods.md cites it: "Du et al., arXiv 2305.14325"."""
     category: ClassVar[str] = ""
     """The family the method belongs to: "debate", "group-of-agents topology", ..."""
     calls: ClassVar[str] = ""

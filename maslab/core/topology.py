@@ -178,7 +178,7 @@ class Topology:
 
     def group_members(self, group: str) -> list[str]:
         """Agents whose ``group`` attribute is ``group``, in insertion order."""
-        if members := [n for n, g in self._graph.nodes(data="group") if g == group]:
+        if members := [n for n, data in self._graph.nodes(data=True) if data.get("group") == group]:
             return members
         raise ConfigError(f"{self._what} has no group {group!r}")
 

@@ -31,7 +31,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from maslab.bench.evaluation import Evaluator
@@ -178,7 +177,7 @@ class ShardWorker:
         models, calls = self.resources(run)
         method = run.method(config.method_config)
         if run.learned_state is not None:
-            method.restore_learned_state(run.learned_state, str(Path(config.out) / LEARNED_STATE))
+            method.restore_learned_state(run.learned_state, f"{config.out}/{LEARNED_STATE}")
         evaluator = build_evaluator(run.evaluator, config.evaluator_options, models)
         solver = SampleSolver(config, method, evaluator, models)
         open_samples = asyncio.Semaphore(self._share(config.concurrency))
@@ -209,7 +208,8 @@ async def _next_batch(
     """The samples finished by now (at least one), or the failure that stopped ``solving``."""
     if finished.empty():
         waiting = asyncio.ensure_future(finished.get())
-        await asyncio.wait({waiting, solving}, return_when=asyncio.FIRST_COMPLETED)
+        either: set[asyncio.Future[Any]] = {waiting, solving}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if not waiting.done():
             waiting.cancel()
             solving.result()  # it failed (it cannot have finished with samples still to come)

@@ -294,7 +294,7 @@ class Runner:
         self.optimize_tasks: list[Task] = []
         optimize: dict[str, Any] = {}
         if config.optimize_on is not None:
-            self.optimize_tasks, optimize = self._optimize_split(every)
+            self.optimize_tasks, optimize = self._optimize_split(config.optimize_on, every)
         self.evaluator_name = config.evaluator or self.benchmark.evaluator
         # a shared pool's share closes nothing: the sweep closes the pool once, at its end
         self.models = shared.models.share() if shared is not None else _pool(config)
@@ -319,11 +319,12 @@ class Runner:
             optimize,
             self.models.binding_caps(),
         )
-        if config.out is None:  # the directory the run's identity names
-            out = self.manifest.directory()
-            out = out if config.shard is None else shard_out(out, config.shard)
-            self.config = config = config.model_copy(update={"out": str(out)})
-        self.store = RunStore(config.out)
+        out = config.out
+        if out is None:  # the directory the run's identity names
+            directory = self.manifest.directory()
+            out = str(directory if config.shard is None else shard_out(directory, config.shard))
+            self.config = config = config.model_copy(update={"out": out})
+        self.store = RunStore(out)
         self._succeeded = False
         self._endpoint_failures = 0
 
@@ -331,12 +332,11 @@ class Runner:
         """Whether every sample runs model-written code (the method's or the scoring's)."""
         return self.method.runs_model_code or self.evaluator.runs_model_code
 
-    def _optimize_split(self, test: list[Task]) -> tuple[list[Task], dict[str, Any]]:
-        """The optimisation step's tasks and their part of the run's identity; a one-line
-        error when the method learns nothing, the split has no task or shares one with the
-        test split ``test`` (the same split, a shared id or the same question text)."""
+    def _optimize_split(self, split: str, test: list[Task]) -> tuple[list[Task], dict[str, Any]]:
+        """The optimisation step's tasks (of ``split``) and their part of the run's identity; a
+        one-line error when the method learns nothing, the split has no task or shares one
+        with the test split ``test`` (the same split, a shared id or the same question text)."""
         config = self.config
-        split = config.optimize_on
         if not self.method.learns():
             raise ConfigError(f"{config.method} has nothing to learn (no optimize step)")
         if split == config.split:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from maslab.analysis.triage import signals
 from maslab.bench.evaluation import Evaluator
@@ -23,12 +23,20 @@ from maslab.errors import LLMConnectionError, RequestRejected
 from maslab.kit.aggregation import answer_key
 from maslab.llm.registry import ModelPool
 from maslab.sandbox import IsolationMissing, unsafe_no_sandbox
-from maslab.store.run_store import ResultRecord
+from maslab.store.run_store import ResultRecord, Status
 
 if TYPE_CHECKING:
     from maslab.harness.runner import RunConfig
 
 _ENDPOINT_STATUSES = {401, 403, 404}  # credentials or model refused: no sample can succeed
+
+
+class _SampleFields(TypedDict):
+    """The fields of a sample's record whatever its outcome."""
+
+    task_id: str
+    repeat: int
+    gold: str | None
 
 
 @dataclass(frozen=True)
@@ -145,14 +153,14 @@ class SampleSolver:
         self, task: Task, ctx: Context
     ) -> tuple[ResultRecord, BaseException | None]:
         """The record, and the exception that made it an error, if one did."""
-        base = {"task_id": task.id, "repeat": ctx.repeat, "gold": task.gold}
+        base: _SampleFields = {"task_id": task.id, "repeat": ctx.repeat, "gold": task.gold}
         try:
             solution = await self.method.run_sample(task, ctx)
         except IsolationMissing:  # the run's to stop, not this sample's to record
             raise
         except Exception as exc:  # a model failure or a method bug: recorded, retried on resume
             return ResultRecord(**base, status="error", error=describe(exc)), exc
-        status = "ok" if ctx.budget_stop is None else "budget"
+        status: Status = "ok" if ctx.budget_stop is None else "budget"
         try:
             score = await self.evaluator.score(task, solution.answer, ctx=ctx)
         except IsolationMissing:

@@ -79,23 +79,23 @@ def _check(
     """The shards with their manifests in shard order, N, and the shards missing; a one-line
     error unless they are the shards of one run (all of them, unless ``partial``)."""
     manifests = [store.manifest() for store in stores]
+    shards: list[Shard] = []
     for store, manifest in zip(stores, manifests, strict=True):
         if manifest.shard is None:
             raise ConfigError(f"{store.dir} is not a shard (its run had no --shard)")
-    first, base = manifests[0], stores[0].dir
-    for store, manifest in zip(stores[1:], manifests[1:], strict=False):
+        shards.append(manifest.shard)
+    first, base, n = manifests[0], stores[0].dir, shards[0][1]
+    for store, manifest, shard in zip(stores[1:], manifests[1:], shards[1:], strict=False):
         differ = first.identity_differences(manifest)
         differ += [k for k in ("limit", "repeats") if getattr(manifest, k) != getattr(first, k)]
-        if manifest.shard[1] != first.shard[1]:
+        if shard[1] != n:
             differ.append("shard count")
         if differ:
             raise ConfigError(
                 f"{store.dir} and {base} are not shards of one run ({', '.join(differ)} differ)"
             )
-    n = first.shard[1]
     seen: dict[int, Path] = {}
-    for store, manifest in zip(stores, manifests, strict=True):
-        i = manifest.shard[0]
+    for store, (i, _) in zip(stores, shards, strict=True):
         if i in seen:
             raise ConfigError(f"{seen[i]} and {store.dir} are both shard {i}/{n}")
         seen[i] = store.dir
@@ -105,8 +105,8 @@ def _check(
             f"shard{'s' * (len(missing) > 1)} {', '.join(map(str, missing))} of {n} missing; "
             "give every shard, or --partial to merge those given"
         )
-    pairs = sorted(zip(stores, manifests, strict=True), key=lambda pair: pair[1].shard[0])
-    return pairs, n, missing
+    ordered = sorted(zip(shards, stores, manifests, strict=True), key=lambda each: each[0][0])
+    return [(store, manifest) for _, store, manifest in ordered], n, missing
 
 
 def _check_out(out: Path, identity: dict[str, object]) -> None:
@@ -119,8 +119,7 @@ def _check_out(out: Path, identity: dict[str, object]) -> None:
     same = False
     if store.manifest_path.exists():
         manifest = store.manifest()
-        same = manifest.model_extra is not None and "merged_from" in manifest.model_extra
-        same = same and manifest.identity() == identity
+        same = manifest.merged_from is not None and manifest.identity() == identity
     if not same:
         raise ConfigError(f"--out {out} is not empty and holds no merge of this run; use another")
 
@@ -175,15 +174,19 @@ def _write_merge(
 ) -> None:
     """Write the merged run into the empty directory ``out``."""
     stores, manifests = [store for store, _ in shards], [manifest for _, manifest in shards]
-    task_ids = _interleave({m.shard[0]: m.task_ids or [] for m in manifests}, n)
-    merged = (
-        manifests[0]
-        .model_copy(update={"shard": None, "task_ids": task_ids, "tasks": len(task_ids)})
-        .model_dump()
+    task_ids = _interleave({m.shard[0]: m.task_ids or [] for m in manifests if m.shard}, n)
+    merged = manifests[0].model_copy(
+        update={
+            "shard": None,
+            "task_ids": task_ids,
+            "tasks": len(task_ids),
+            "merged_from": [str(store.dir) for store in stores],
+            "missing_shards": missing,
+        }
     )
-    merged["merged_from"] = [str(store.dir) for store in stores]
-    merged["missing_shards"] = missing
-    write_atomically(out / "manifest.json", orjson.dumps(merged, option=orjson.OPT_INDENT_2))
+    write_atomically(
+        out / "manifest.json", orjson.dumps(merged.model_dump(), option=orjson.OPT_INDENT_2)
+    )
     traces = out / TRACES
     with (
         (out / RESULTS).open("wb") as results,

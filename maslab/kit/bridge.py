@@ -108,7 +108,9 @@ async def run_with_llm(
         role: The role model roles know the program's calls by; None: ``agent``.
         model: The model (spec or handle) of its calls; None is the sample's. Model roles for
             the role, then the agent's full name, override it and its sampling.
-        limits, stdin, files: As for :func:`maslab.sandbox.arun_python`.
+        limits: As for :func:`maslab.sandbox.arun_python`.
+        stdin: As for :func:`maslab.sandbox.arun_python`.
+        files: As for :func:`maslab.sandbox.arun_python`.
         max_calls: The most model calls served; later requests get an error reply.
         max_concurrent: The most calls served at once.
 
@@ -334,7 +336,8 @@ class _Server:
         stopped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         reading = asyncio.ensure_future(self._read(reader, writer, stopped))
         try:
-            await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            watched: set[asyncio.Future[Any]] = {reading, stopped}
+            await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
             if stopped.done():
                 stopped.result()
             self.violation = reading.result()

@@ -129,6 +129,7 @@ def public_tests(task: Task) -> list[str]:
     text = task.prompt()
     tests = parse_tests(text, limit=len(text))
     defined = set(_DEFINED.findall(text))
+    found: list[tuple[str, str, set[str] | None]]
     found = [(m["call"], m["want"], None) for m in _DOCTEST.finditer(text)]
     found += [(m["call"], m["want"], defined) for m in _EXAMPLE.finditer(text)]
     for call, want, known in found:

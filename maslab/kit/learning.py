@@ -71,7 +71,7 @@ def sigmoid(x: np.ndarray | float) -> np.ndarray:
     return 0.5 * (1 + np.tanh(np.asarray(x, dtype=float) / 2))  # no overflow for large |x|
 
 
-def softmax(logits: np.ndarray, available: np.ndarray | None = None) -> np.ndarray:
+def softmax(logits: np.ndarray, available: np.ndarray | Sequence[bool] | None = None) -> np.ndarray:
     """Probabilities over ``logits``; options not ``available`` get exactly 0."""
     logits = np.asarray(logits, dtype=float)
     mask = np.ones(logits.shape, bool) if available is None else np.asarray(available, bool)
@@ -135,7 +135,10 @@ class EdgePolicy:
     linear in ``features`` cheap numbers describing the query (``logits[e] + weights[e] @ x``)."""
 
     def __init__(
-        self, edges: Sequence[Edge], logits: Sequence[float] | None = None, features: int = 0
+        self,
+        edges: Sequence[Edge],
+        logits: Sequence[float] | np.ndarray | None = None,
+        features: int = 0,
     ) -> None:
         self.edges: list[Edge] = [(str(u), str(v)) for u, v in edges]
         self.index = {edge: i for i, edge in enumerate(self.edges)}

@@ -22,7 +22,7 @@ from maslab.secrets import register_environment_secrets
 def _import_litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        litellm = importlib.import_module("litellm")
+        litellm: Any = importlib.import_module("litellm")
     except ImportError:
         raise ConfigError(
             "litellm models need the optional extra: pip install 'maslab[litellm]'"

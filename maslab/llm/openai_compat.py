@@ -13,7 +13,7 @@ import email.utils
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import aiohttp
 import orjson
@@ -128,12 +128,13 @@ def completion_from_payload(
     calls = _tool_calls(message.get("tool_calls"), source)
     usage = data.get("usage")
     counted = [usage.get(k) for k in _COUNTED] if isinstance(usage, dict) else []
-    exact = len(counted) == 2 and all(_is_count(n) for n in counted)
+    counts = [n for n in counted if _is_count(n)]
+    exact = len(counts) == 2  # both counted, each a count
     written = text + "".join(c.name + c.arguments for c in calls)
     finish = choice.get("finish_reason")
     return Completion(
         text=text,
-        usage=Usage(*counted) if exact else estimate_usage(request, written),
+        usage=Usage(counts[0], counts[1]) if exact else estimate_usage(request, written),
         model=str(data.get("model") or model),
         latency_s=latency,
         finish_reason=finish if isinstance(finish, str) else None,
@@ -181,7 +182,7 @@ def _logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
 _COUNTED = ("prompt_tokens", "completion_tokens")
 
 
-def _is_count(value: object) -> bool:
+def _is_count(value: object) -> TypeGuard[int]:
     """A token count a server could mean: a non-negative int (``True`` is not one)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -293,6 +294,7 @@ class OpenAISDK(OpenAITransport):
             "max_retries": 0,
             "default_headers": endpoint.headers or None,
         }
+        self._client: openai.AsyncOpenAI
         if endpoint.api_version:
             self._client = openai.AsyncAzureOpenAI(
                 azure_endpoint=endpoint.base_url, api_version=endpoint.api_version, **options

@@ -75,7 +75,7 @@ class Retrying(Middleware):
             reraise=True,
         )
         try:
-            completion = await retrying(attempt)
+            completion: Completion = await retrying(attempt)
         except LLMError as exc:
             exc.attempts = retrying.statistics.get("attempt_number", 1)
             raise

@@ -141,9 +141,9 @@ class Script:
             return self._fallback(request, f"script used up after {len(self._list)} answers")
         assert self._patterns is not None
         prompt = last_user_message(request)
-        for pattern, answer in self._patterns:
+        for pattern, reply in self._patterns:
             if pattern.search(prompt):
-                return answer(request) if callable(answer) else answer
+                return reply(request) if callable(reply) else reply
         return self._fallback(request, f"no pattern matches the prompt {prompt[:80]!r}")
 
     def _fallback(self, request: ChatRequest, reason: str) -> Answer:

@@ -121,6 +121,7 @@ class ChatRequest:
 
     def fingerprint(self, namespace: str, *, with_draw: bool = True) -> str:
         """Stable hash of the request under ``namespace`` (the model's identity)."""
+        payload: dict[str, object]
         payload = {"ns": namespace, "messages": self.messages, "params": self.params()}
         if with_draw:
             payload["draw"] = [self.scope, self.draw]

@@ -200,6 +200,7 @@ def _row(cells: Iterable[object], tag: str = "td") -> str:
 
 
 def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
+    head: tuple[str, ...]
     head = ("#", "Method", "Benchmark", "Model", "n", "Accuracy [95% CI]", "Unparsed", "Errors")
     head += ("Tokens / sample", "Spent / sample", "Calls / sample", "Cost / sample")
     rows = []
@@ -336,8 +337,8 @@ def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run, target: s
         "Status": record.status + (" (unparsed)" if record.unparsed else ""),
         "Gold": record.gold,
         "Answer": record.answer,
-        "Extracted": score and score.extracted,
-        "Score": score and f"{score.value:g} {score.explanation}".strip(),
+        "Extracted": score.extracted if score else None,
+        "Score": f"{score.value:g} {score.explanation}".strip() if score else None,
         "Error": record.error,
         "Votes": tally,
     }

@@ -19,13 +19,13 @@ import orjson
 
 from maslab.analysis.trajectory import final_answer, round_answers, vote_tally
 from maslab.analysis.triage import sample_signals
-from maslab.core.answers import normalize_answer
+from maslab.core.answers import AnswerType, normalize_answer
 from maslab.store.run_store import Key, ResultRecord, RunStore
 
 MAX_TOPOLOGIES = 6
 """The most distinct topologies a run's section draws; a sample on another one draws its own."""
 
-_GOLD_TYPES = ("number", "math", "choice", "text")
+_GOLD_TYPES: tuple[AnswerType, ...] = ("number", "math", "choice", "text")
 
 
 @dataclass

@@ -72,7 +72,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from maslab.errors import ConfigError, RunFailed
 from maslab.sandbox.launcher import CONFIG_VARIABLE, DEVICES, SANDBOX_DIR, SETUP_FAILED, SYSCALLS
@@ -381,6 +381,8 @@ class _Run:
         if backend == "none":
             return None
         own = [self.run_id, self.run_id]
+        id_map: list[int] | None
+        user: list[int] | None
         if backend == "userns":
             id_map = own if os.geteuid() == 0 else [os.geteuid(), os.getegid()]
             user = [0, 0]
@@ -596,7 +598,8 @@ async def _ending(
     """
     full = asyncio.ensure_future(output.full.wait())
     exited = asyncio.ensure_future(_exited(proc))
-    watched = {communicating, exited, full, *([serving] if serving else [])}
+    watched: set[asyncio.Future[Any]] = {communicating, exited, full}
+    watched.update([serving] if serving else [])
     try:
         done, _ = await asyncio.wait(
             watched, timeout=wall_seconds, return_when=asyncio.FIRST_COMPLETED
@@ -632,6 +635,7 @@ async def _settle(proc: Process, communicating: asyncio.Future[None]) -> None:
 
 async def _communicate(proc: Process, stdin: bytes | None, output: _Output) -> None:
     """Feed stdin, read stdout and stderr, and wait for the child to exit."""
+    assert proc.stdout is not None and proc.stderr is not None  # started with both piped
     await asyncio.gather(
         _feed(proc.stdin, stdin),
         output.pump(proc.stdout, output.stdout),
@@ -692,8 +696,8 @@ def _select(forced: str) -> _Isolation:
     """
     if forced not in ("", "namespaces", "userns", "none"):
         raise ConfigError(f"{BACKEND_VARIABLE} must be namespaces, userns or none, not {forced!r}")
-    default = ["namespaces", "userns"] if os.geteuid() == 0 else ["userns"]
-    backends = [forced] if forced else default
+    default: list[Backend] = ["namespaces", "userns"] if os.geteuid() == 0 else ["userns"]
+    backends = [cast(Backend, forced)] if forced else default  # a Backend: checked above
     candidates = [_Isolation(backend, True) for backend in backends if backend != "none"]
     if "namespaces" in backends:
         candidates.append(_Isolation("namespaces", False))

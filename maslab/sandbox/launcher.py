@@ -613,7 +613,8 @@ def _filter_syscalls() -> None:
     to ``clone``, whose flags a filter can read); calls of another ABI (x32, i386) are refused."""
     arch, numbers = SYSCALLS[os.uname().machine]
     program = _filter_program(arch, numbers)
-    fprog = _SockFprog(len(program), (_SockFilter * len(program))(*program))
+    filters = (_SockFilter * len(program))(*(_SockFilter(*insn) for insn in program))
+    fprog = _SockFprog(len(program), filters)
     with _step("filter system calls"):
         _ok(_prctl(_PR_SET_NO_NEW_PRIVS, 1))
         _ok(_prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(fprog)))

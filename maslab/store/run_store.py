@@ -138,6 +138,14 @@ class Manifest(BaseModel):
     """Model calls in flight across the run (as last run; None for older manifests)."""
     endpoint_caps: dict[str, int] = Field(default_factory=dict)
     """The models whose endpoints file capped their calls in flight below ``concurrency``."""
+    sandbox: dict[str, Any] = Field(default_factory=dict)
+    """How model-written code was isolated: :func:`maslab.sandbox.protections`, ``strict``,
+    ``unsafe_no_sandbox`` and the ``missing`` essential protections; empty before they were
+    recorded."""
+    merged_from: list[str] | None = None
+    """A merge's shard directories (``maslab merge``); None for a run that ran."""
+    missing_shards: list[int] = Field(default_factory=list)
+    """The shards a partial merge lacks (their tasks are not in it)."""
     created: str = ""
     maslab_version: str = ""
     git_commit: str | None = None
@@ -176,9 +184,8 @@ class Manifest(BaseModel):
     def describe_sandbox(self) -> list[str]:
         """A warning when the run let model-written code run without isolation (its
         ``--unsafe-no-sandbox``, where the sandbox lacked essential protections)."""
-        sandbox = (self.model_extra or {}).get("sandbox") or {}
-        missing = sandbox.get("missing") or []
-        if not (sandbox.get("unsafe_no_sandbox") and missing):
+        missing = self.sandbox.get("missing") or []
+        if not (self.sandbox.get("unsafe_no_sandbox") and missing):
             return []
         return [
             f"--unsafe-no-sandbox: model-written code could run with the user's rights here "
@@ -275,7 +282,7 @@ def partial_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     partial = Path(name)
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as f:
             yield f
         partial.replace(path)
     finally:

@@ -75,6 +75,6 @@ def select(
         and (filters.signal is None or filters.signal in signals_of(record))
         and (found is None or record.key in found[run.number])
     ]
-    if filters.signal is not None:
-        rows.sort(key=lambda row: -signals_of(row[1])[filters.signal])
+    if (signal := filters.signal) is not None:
+        rows.sort(key=lambda row: -signals_of(row[1])[signal])
     return rows

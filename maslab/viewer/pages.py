@@ -273,7 +273,9 @@ def transcript(
         "Gold": record.gold,
         "Answer": record.answer,
         "Extracted": _extracted(record),
-        "Score": record.score and f"{record.score.value:g} {record.score.explanation}".strip(),
+        "Score": (
+            f"{record.score.value:g} {record.score.explanation}".strip() if record.score else None
+        ),
         "Error": record.error,
         "Usage": f"{record.tokens_used:,} tokens in {int(record.usage.get('calls', 0))} calls, "
         f"{record.elapsed_s:.1f} s",

@@ -64,8 +64,9 @@ from maslab.kit.structured import STRING, json_params, object_schema
 from maslab.methods.dag_pipeline.topologies import PRESETS, preset
 
 NODE = "node"
-REASON, ANSWER = "Reason", "Answer"
 ReplyField = Literal["Reason", "Answer", "ChoiceProbabilities"]
+REASON: ReplyField = "Reason"
+ANSWER: ReplyField = "Answer"
 ANSWER_SCHEMA = object_schema(Reason=STRING, Answer=STRING)
 ANSWER_FORMAT = (
     'Reply with a JSON object with two keys: "Reason", your reasoning as a string, and '
@@ -172,6 +173,8 @@ class DAGPipeline(Method):
             if self.nodes is not None and not self.nodes:
                 raise ValueError("nodes needs at least one node")
             return self
+
+    config: Config
 
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any

@@ -134,6 +134,8 @@ class GoAgent(Method):
         sparsity: float = Field(0.05, ge=0)
         evaluator: str | None = None  # None: by answer type (numeric, math, choice, code, exact)
 
+    config: Config
+
     class LearnedState(MethodState):
         format: Literal["goagent-selector/2"]
         domains: dict[str, GroupPolicyState]
@@ -167,7 +169,7 @@ class GoAgent(Method):
                 return self._pools[domain], False
             cfg = self.config
             stored = read_json(cfg.pool_path, "group pool") if cfg.pool_path else {}
-            if domain in stored:
+            if cfg.pool_path and domain in stored:  # stored is {} without a pool file
                 self._pools[domain] = Pool(groups_from(stored[domain], cfg.pool_path), "pool file")
                 return self._pools[domain], False
             reply = await ctx.agent("pool_builder").reply(

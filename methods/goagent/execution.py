@@ -32,7 +32,8 @@ def agent_graph(pool: Sequence[Group], selection: Selection) -> Topology:
 def split_by_order(topology: Topology) -> tuple[Topology, Topology]:
     """(spatial, temporal): edges pointing forward in node order, and those pointing back."""
     order = {n: i for i, n in enumerate(topology.nodes)}
-    forward, backward = nx.DiGraph(), nx.DiGraph()
+    forward: nx.DiGraph[str] = nx.DiGraph()
+    backward: nx.DiGraph[str] = nx.DiGraph()
     forward.add_nodes_from(topology.nodes)
     backward.add_nodes_from(topology.nodes)
     for u, v in topology.edges:

@@ -83,7 +83,8 @@ def parse_pool(text: str, size: int, max_roles: int) -> list[Group]:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             continue
         name = item["name"].strip().replace(":", "-")
-        raw_roles = item.get("roles") if isinstance(item.get("roles"), list) else []
+        listed = item.get("roles")
+        raw_roles = listed if isinstance(listed, list) else []
         roles = [r.strip() for r in raw_roles if isinstance(r, str) and r.strip()]
         roles = list(dict.fromkeys(roles))[:max_roles]
         if not name or name.casefold() in pool or not roles:

@@ -77,12 +77,13 @@ def validate_selection(
         names = names[:max_groups]
     if not names:
         return default_selection(pool, max_groups), [*notes, "no known group: default selection"]
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from(names)
     raw = data.get("edges")
     for item in raw if isinstance(raw, list) else []:
-        ends = [lookup(end) for end in _edge_ends(item)]
-        if len(ends) != 2 or not all(end in names for end in ends) or ends[0] == ends[1]:
+        raw_ends = _edge_ends(item)
+        ends = [end for end in map(lookup, raw_ends) if end in names]  # the known ones
+        if len(raw_ends) != 2 or len(ends) != 2 or ends[0] == ends[1]:
             notes.append(f"dropped edge {item!r}")
         elif nx.has_path(graph, ends[1], ends[0]):
             notes.append(f"dropped edge {ends[0]} -> {ends[1]}: it closes a cycle")

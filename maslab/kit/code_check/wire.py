@@ -80,8 +80,8 @@ def encode(value: Any, ref: Callable[[Any], int]) -> Encoded:
         return [encode(item, ref) for item in value]
     if isinstance(value, dict):
         return {"dict": [[encode(k, ref), encode(v, ref)] for k, v in value.items()]}
-    for kind, tag in ((tuple, "tuple"), (frozenset, "frozenset"), (set, "set")):
-        if isinstance(value, kind):
+    for container, tag in ((tuple, "tuple"), (frozenset, "frozenset"), (set, "set")):
+        if isinstance(value, container):
             return {tag: [encode(item, ref) for item in value]}
     if isinstance(value, (bytes, bytearray)):
         return {"bytes": base64.b64encode(value).decode()}

@@ -1,0 +1,93 @@
+"""Helpers shared by many test files (not tests).
+
+What several files used to define for themselves, word for word: the arithmetic task the method
+tests solve, reading who made a call and what it was shown from a request or a context's ledger,
+running one method on one task, a model pool of scripted models, a run's JSON lines, the command
+line in-process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from maslab.cli import main
+from maslab.core.context import Context
+from maslab.core.task import Task
+from maslab.llm.registry import ModelPool
+from maslab.llm.scripted import ScriptedModel
+from maslab.llm.types import ChatRequest
+
+TASK = Task(
+    id="t1",
+    question="What is 6 * 7?",
+    answer_type="number",
+    instruction="End with 'The answer is N'.",
+)  # the arithmetic task most method tests solve
+GOLD_TASK = TASK.model_copy(update={"gold": "42"})  # the same, with its gold answer
+
+
+def agent_of(request: ChatRequest) -> str:
+    """The agent that made the call (the last part of the request's draw scope)."""
+    return request.scope.rsplit("\x1f", 1)[-1]
+
+
+def records_of(ctx: Context, agent: str) -> list:
+    """The ledger's records of ``agent``'s calls, in order."""
+    return [r for r in ctx.ledger.records if r.agent == agent]
+
+
+def prompts_of(ctx: Context, agent: str) -> list[str]:
+    """The last message of each of ``agent``'s calls, in order."""
+    return [r.messages[-1]["content"] for r in records_of(ctx, agent)]
+
+
+Run = Callable[..., Awaitable[tuple[Any, Context]]]
+
+
+def method_runner(method: Callable[..., Any], task: Task = TASK) -> Run:
+    """``run(model, ctx=None, task=task, **config)``: ``method(**config)`` solves ``task`` in
+    ``ctx`` (a fresh :class:`Context` on ``model`` by default); returns ``(solution, ctx)``."""
+
+    async def run(model: Any, ctx: Context | None = None, task: Task = task, **config: Any):
+        ctx = ctx or Context(model)
+        solution = await method(**config).solve(task, ctx)
+        return solution, ctx
+
+    return run
+
+
+class TwoModels(ModelPool):
+    """A pool serving ``scripted:a`` and ``scripted:b`` (or ``specs``), each a
+    :class:`ScriptedModel` of its own replying with ``respond()`` (called once a model, so a
+    stateful script is not shared)."""
+
+    def __init__(
+        self, respond: Callable[[], Any], specs: tuple[str, ...] = ("scripted:a", "scripted:b")
+    ) -> None:
+        super().__init__()
+        self.served = {s: ScriptedModel(respond(), name=s) for s in specs}
+
+    def get(self, spec: str) -> ScriptedModel:  # type: ignore[override]
+        return self.served[spec]
+
+
+def lines(path: Path, *, torn: bool = False) -> list[dict]:
+    """The JSON lines of ``path`` (a ``results.jsonl``, a trace file), blank lines skipped.
+
+    ``torn=True`` reads a file a run may still be writing, or one a killed run left: no file is no
+    lines, and a last line without its newline (half written) is not read."""
+    if torn:
+        if not path.exists():
+            return []
+        return [orjson.loads(line) for line in path.read_bytes().splitlines(keepends=True)
+                if line.endswith(b"\n")]  # fmt: skip
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def run_cli(*args: object) -> int:
+    """``maslab ARGS...`` in this process (each argument as a string); its exit code."""
+    return main([str(a) for a in args])
