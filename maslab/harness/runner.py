@@ -305,8 +305,12 @@ class Runner:
         # refuse before anything runs where code cannot be contained
         if config.strict_sandbox:
             require_isolation()
-        elif not config.unsafe_no_sandbox and self.runs_model_code() and isolation_refusal():
-            raise ConfigError(isolation_refusal())
+        elif (
+            not config.unsafe_no_sandbox
+            and self.runs_model_code()
+            and (refusal := isolation_refusal())
+        ):
+            raise ConfigError(refusal)
         self._check_golds()
         for spec in (config.model, *role_models(config.model_roles)):
             self.models.get(spec)  # a bad spec or a missing key fails here, not per sample

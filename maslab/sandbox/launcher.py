@@ -226,7 +226,7 @@ def main(argv: list[str]) -> NoReturn:
         workdir = None
         if namespaces is not None and namespaces["filesystem"] is not None:
             in_userns = namespaces["id_map"] is not None
-            workdir = _build_root(namespaces["filesystem"], in_userns, namespaces["user"] or [0, 0])
+            workdir = _build_root(namespaces["filesystem"], in_userns, user or [0, 0])
         _supervise(program, config, user, workdir, exit_fd)
     except SetupError as error:
         print(f"maslab sandbox: {error}", file=sys.stderr, flush=True)
