@@ -11,10 +11,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from pydantic import Field, StrictInt
+
 from maslab.bench.benchmark import NumberBenchmark, number_gold, register_benchmark
 from maslab.core.context import derive_seed
 from maslab.core.task import Task
-from maslab.errors import ConfigError
+from maslab.plugin_config import PluginConfig
 
 _NAMES = ("Maya", "Omar", "Lena", "Kofi", "Priya", "Tomás", "Yuki", "Sven", "Amara", "Diego")
 _ITEMS = ("marbles", "stickers", "apples", "coins", "stamps", "seashells", "pencils", "beads")
@@ -101,12 +103,6 @@ def generate(index: int, split: str, difficulty: int, seed: int) -> dict[str, An
     }
 
 
-def _int_option(name: str, value: Any, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"arith: {name} must be an integer from {low} to {high}, got {value!r}")
-    return value
-
-
 @register_benchmark("arith")
 class Arith(NumberBenchmark):
     """Seeded multi-step integer arithmetic word problems (generated, no data needed)."""
@@ -116,17 +112,20 @@ class Arith(NumberBenchmark):
     fields = ("question", "answer")
     id_field = "id"
 
-    def __init__(self, difficulty: int = 3, size: int = 200, seed: int = 0, **options: Any) -> None:
-        super().__init__(**options)
-        self.difficulty = _int_option("difficulty", difficulty, 1, 20)
-        self.size = _int_option("size", size, 1, 100_000)
-        self.seed = _int_option("seed", seed, 0, 2**63 - 1)
-        self.options = {"difficulty": self.difficulty, "size": self.size, "seed": self.seed}
+    class Config(PluginConfig):
+        difficulty: StrictInt = Field(3, ge=1, le=20, description="operations per problem")
+        size: StrictInt = Field(200, ge=1, le=100_000, description="problems per split")
+        seed: StrictInt = Field(
+            0, ge=0, le=2**63 - 1, description="draws the problems (not the run seed)"
+        )
+
+    config: Config
 
     def packaged_records(self, split: str) -> list[dict[str, Any]] | None:
         if split not in self.splits:
             return None
-        return [generate(i, split, self.difficulty, self.seed) for i in range(self.size)]
+        c = self.config
+        return [generate(i, split, c.difficulty, c.seed) for i in range(c.size)]
 
     def packaged_source(self, split: str) -> str:
         options = ", ".join(f"{key} {value}" for key, value in self.options.items())

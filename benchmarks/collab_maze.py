@@ -23,12 +23,15 @@ import random
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
+
+from pydantic import Field, StrictFloat, StrictInt, model_validator
 
 from maslab.bench.benchmark import Benchmark, register_benchmark
 from maslab.core.context import derive_seed
 from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.plugin_config import PluginConfig
 
 Cell = tuple[int, int]
 
@@ -220,14 +223,6 @@ def question(maze: Maze) -> str:
     )
 
 
-def _int_option(name: str, value: Any, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(
-            f"collab_maze: {name} must be an integer from {low} to {high}, got {value!r}"
-        )
-    return value
-
-
 @register_benchmark("collab_maze")
 class CollabMaze(Benchmark):
     """Seeded collaborative mazes split into two partial maps (generated, no data needed)."""
@@ -240,41 +235,33 @@ class CollabMaze(Benchmark):
     fields = ("grid", "maps", "start", "goal")
     id_field = "id"
 
-    def __init__(
-        self,
-        size: int = 6,
-        wall_rate: float = 0.3,
-        min_path: int = 7,
-        max_path: int = 9,
-        count: int = 100,
-        seed: int = 0,
-        **options: Any,
-    ) -> None:
-        super().__init__(**options)
-        self.size = _int_option("size", size, 2, 30)
-        if isinstance(wall_rate, bool) or not isinstance(wall_rate, int | float):
-            raise ConfigError(f"collab_maze: wall_rate must be a number, got {wall_rate!r}")
-        if not 0 <= wall_rate <= 0.9:
-            raise ConfigError(f"collab_maze: wall_rate must be from 0 to 0.9, got {wall_rate}")
-        self.wall_rate = float(wall_rate)
-        self.min_path = _int_option("min_path", min_path, 1, size * size - 1)
-        self.max_path = _int_option("max_path", max_path, min_path, size * size - 1)
-        self.count = _int_option("count", count, 1, 100_000)
-        self.seed = _int_option("seed", seed, 0, 2**63 - 1)
-        self.options = {
-            "size": self.size,
-            "wall_rate": self.wall_rate,
-            "min_path": self.min_path,
-            "max_path": self.max_path,
-            "count": self.count,
-            "seed": self.seed,
-        }
+    class Config(PluginConfig):
+        size: StrictInt = Field(6, ge=2, le=30, description="the maze is size x size cells")
+        wall_rate: StrictFloat = Field(0.3, ge=0, le=0.9, description="the share of walls")
+        min_path: StrictInt = Field(7, ge=1, description="the shortest path's fewest steps")
+        max_path: StrictInt = Field(9, ge=1, description="the shortest path's most steps")
+        count: StrictInt = Field(100, ge=1, le=100_000, description="mazes per split")
+        seed: StrictInt = Field(
+            0, ge=0, le=2**63 - 1, description="draws the mazes (not the run seed)"
+        )
+
+        @model_validator(mode="after")
+        def _path_bounds(self) -> Self:
+            cells = self.size * self.size
+            if not self.min_path <= self.max_path < cells:
+                raise ValueError(
+                    f"min_path {self.min_path} and max_path {self.max_path} must be in order and "
+                    f"below {cells}, the cells of a {self.size}x{self.size} maze"
+                )
+            return self
+
+    config: Config
 
     def packaged_records(self, split: str) -> list[dict[str, Any]] | None:
         if split not in self.splits:
             return None
         shape = {k: v for k, v in self.options.items() if k != "count"}
-        return [generate(i, split, **shape) for i in range(self.count)]
+        return [generate(i, split, **shape) for i in range(self.config.count)]
 
     def packaged_source(self, split: str) -> str:
         options = ", ".join(f"{key} {value}" for key, value in self.options.items())

@@ -33,22 +33,41 @@ from typing import Any
 from maslab.bench.benchmark import Benchmark, HubSource, register_benchmark
 from maslab.core.task import Task
 from maslab.kit.parsing import parse_json_object
-from maslab.kit.structured import STRING, object_schema
+from maslab.kit.structured import Reply
 
 CHOICES = ("A", "B", "C")
 PROBABILITIES, REASON = "ChoiceProbabilities", "Reason"
 DEFAULT_PROBABILITIES: dict[str, float] = {"A": 0.33, "B": 0.33, "C": 0.34}
 SCENARIOS = "scenarios"  # the Task.metadata key that marks a task as one of these
 
-PROBABILITY_INSTRUCTION = (
-    'Reply with a JSON object with two keys: "ChoiceProbabilities", an object that gives for '
-    'each of "A", "B" and "C" the probability that you would prioritise that person (each one '
-    'of 0, 0.1, 0.2, ..., 1, the three summing to 1), and "Reason", your reasoning as a string.'
-)
-_NUMBER = {"type": "number"}
-REPLY_SCHEMA = object_schema(
-    ChoiceProbabilities=object_schema(A=_NUMBER, B=_NUMBER, C=_NUMBER), Reason=STRING
-)
+
+class Probabilities(Reply):
+    """The probability of prioritising each person."""
+
+    A: float
+    B: float
+    C: float
+
+
+class ScenarioReply(Reply):
+    """The JSON reply a scenario asks for: its schema here, its shape in words in
+    :meth:`instructions` (the benchmark's instruction). Read leniently by
+    :func:`read_choice_reply`, not by :meth:`parse`."""
+
+    ChoiceProbabilities: Probabilities
+    Reason: str
+
+    @classmethod
+    def instructions(cls) -> str:
+        return (
+            'Reply with a JSON object with two keys: "ChoiceProbabilities", an object that gives '
+            'for each of "A", "B" and "C" the probability that you would prioritise that person '
+            '(each one of 0, 0.1, 0.2, ..., 1, the three summing to 1), and "Reason", your '
+            "reasoning as a string."
+        )
+
+
+PROBABILITY_INSTRUCTION = ScenarioReply.instructions()
 
 
 @dataclass(frozen=True)

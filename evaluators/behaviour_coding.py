@@ -45,27 +45,35 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field, field_validator
 
 from maslab.analysis.agreement import Agreement
-from maslab.bench.evaluation import Evaluator, Judge, Score, get_evaluator, register_evaluator
+from maslab.bench.evaluation import (
+    Evaluator,
+    Judge,
+    Score,
+    get_evaluator,
+    model_spec,
+    register_evaluator,
+)
 from maslab.core.context import Context
 from maslab.core.messages import Message
 from maslab.core.task import Task
-from maslab.errors import ConfigError
 from maslab.harness.sweep import judge_options, unused_judge
-from maslab.kit.parsing import parse_model
-from maslab.kit.structured import json_params, object_schema
+from maslab.kit.structured import Reply
 from maslab.llm import ChatModel, ModelPool
+from maslab.plugin_config import PluginConfig, Settings
 from maslab.store.run_store import ResultRecord
 
 NAME = "behaviour_coding"
 JUDGES = ("a", "b")
 
 
-class Codes(BaseModel):
+class Codes(Reply):
     """A judge's reply: six behaviour flags of one message (their descriptions are the
     definitions the judges read)."""
+
+    json_name = "behaviour_codes"
 
     proposes_solution: bool = Field(
         description="the message puts forward an answer, or a concrete step toward one, as its own"
@@ -92,7 +100,6 @@ class Codes(BaseModel):
 
 
 BEHAVIOURS: tuple[str, ...] = tuple(Codes.model_fields)
-CODES_SCHEMA = object_schema(**{flag: {"type": "boolean"} for flag in BEHAVIOURS})
 
 SYSTEM = (
     "You code the behaviour of one message from a group discussion about a question. You do "
@@ -110,7 +117,7 @@ def coding_prompt(question: str, earlier: list[Message], message: Message) -> st
         f"The discussion before the message:\n\n{before or '(nothing yet)'}\n\n"
         f"The message to code, from {message.sender}:\n\n{message.content.strip()}\n\n"
         f"Code only this message. Each flag is independent of the others:\n{definitions}\n\n"
-        "Reply with a JSON object with exactly these six keys, each true or false."
+        f"{Codes.instructions()}"
     )
 
 
@@ -121,7 +128,7 @@ def _position(message: Message) -> tuple[int, int]:
 
 def read_codes(reply: str) -> dict[str, bool] | None:
     """The six flags of a judge's reply, or None when it holds no readable set of them."""
-    codes = parse_model(reply, Codes)
+    codes = Codes.parse(reply)
     return None if codes is None else codes.model_dump()
 
 
@@ -129,32 +136,52 @@ def read_codes(reply: str) -> dict[str, bool] | None:
 class BehaviourCodingEvaluator(Evaluator):
     """The base evaluator's verdict; two judges code every message for six behaviours."""
 
+    class Config(PluginConfig):
+        judge_a: str = Field(description="the first coding judge's model spec")
+        judge_b: str = Field(description="the second coding judge's model spec")
+        base: str = Field("numeric", description="the evaluator whose verdict the score is")
+        judge: str | None = Field(
+            None, description="the base evaluator's judge model, when it asks one (llm_judge)"
+        )
+
+        @field_validator("base")
+        @classmethod
+        def _another(cls, base: str) -> str:
+            if base == NAME:
+                raise ValueError("base must be another evaluator")
+            return base
+
+    config: Config
+
     def __init__(
         self,
+        config: Settings = None,
         *,
         judge_a: str | ChatModel,
         judge_b: str | ChatModel,
-        base: str = "numeric",
         judge: str | ChatModel | None = None,
         models: ModelPool | None = None,
+        **options: Any,
     ) -> None:
         """Args:
-        judge_a: The first coding judge (a model spec or handle).
+        config: Options as a mapping or a ``Config`` (``base``, ...).
+        judge_a: The first coding judge: a spec (the ``judge_a`` option) or a model handle.
         judge_b: The second coding judge.
-        base: The evaluator whose verdict the score is (default ``numeric``).
         judge: The base evaluator's judge, when it takes one (``llm_judge``).
         models: The run's model pool (the runner gives it).
+        **options: Options as keywords (``base``).
         """
-        super().__init__()
-        if base == NAME:
-            raise ConfigError(f"{NAME}: base must be another evaluator")
-        options: dict[str, Any] = judge_options(base, judge)  # type: ignore[arg-type]
-        if judge is not None and not options:
+        given = {"judge_a": judge_a, "judge_b": judge_b, "judge": judge}
+        specs = {key: model_spec(model) for key, model in given.items() if model is not None}
+        super().__init__(config, **specs, **options)
+        base, judge = self.config.base, judge if judge is not None else self.config.judge
+        scoring: dict[str, Any] = judge_options(base, judge)  # type: ignore[arg-type]
+        if judge is not None and not scoring:
             raise unused_judge(f"{NAME} judge", [base])
         base_cls = get_evaluator(base)
         if "models" in inspect.signature(base_cls).parameters:
-            options["models"] = models
-        self.base: Evaluator = base_cls(**options)
+            scoring["models"] = models
+        self.base: Evaluator = base_cls(**scoring)
         self.judges = {
             "a": Judge(judge_a, models, agent="judge_a"),
             "b": Judge(judge_b, models, agent="judge_b"),
@@ -188,7 +215,7 @@ class BehaviourCodingEvaluator(Evaluator):
                 SYSTEM,
                 coding_prompt(question, earlier, message),
                 ctx,
-                **json_params(judge.model, "behaviour_codes", CODES_SCHEMA),
+                **Codes.native_params(judge.model),
             )
             return read_codes(reply)
 

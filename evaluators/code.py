@@ -20,12 +20,15 @@ lines all fail, while code that knows the expected answers passes like a correct
 
 from __future__ import annotations
 
+from typing import Any
+
 from maslab.bench.evaluation import Evaluator, Score, register_evaluator
 from maslab.core.answers import extract_answer
 from maslab.core.context import Context
 from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.kit.code_tests import examine_answer
+from maslab.plugin_config import Settings
 from maslab.sandbox import Limits
 
 _MAX_EXPLANATION = 200
@@ -37,8 +40,15 @@ class CodeExecution(Evaluator):
 
     runs_model_code = True
 
-    def __init__(self, *, limits: Limits | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self, config: Settings = None, *, limits: Limits | None = None, **options: Any
+    ) -> None:
+        """Args:
+        config: Options (the code evaluator has none).
+        limits: The sandbox's limits for the code and its tests (a run-time handle, not an
+            option); None: the sandbox's defaults.
+        """
+        super().__init__(config, **options)
         self.limits = limits or Limits()
 
     def check_gold(self, task: Task) -> None:

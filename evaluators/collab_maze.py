@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from maslab.bench.evaluation import Evaluator, Judge, Score, register_evaluator
+from pydantic import Field
+
+from maslab.bench.evaluation import Evaluator, Judge, Score, model_spec, register_evaluator
 from maslab.benchmarks.collab_maze import Maze, Walk, maze_of
 from maslab.core.context import Context
 from maslab.core.task import Task
 from maslab.llm import ChatModel, ModelPool
+from maslab.plugin_config import PluginConfig, Settings
 
 NO_ROUTE = "NO_ROUTE"
 
@@ -223,10 +226,32 @@ def _explain(result: Outcome, moves: list[str]) -> str:
 class CollabMazeEvaluator(Evaluator):
     """Simulates the answer's route on the full maze: weighted outcome, success = reached goal."""
 
+    class Config(PluginConfig):
+        judge: str | None = Field(
+            None,
+            description="a judge model that reads the route from the answer; None parses it",
+        )
+
+    config: Config
+
     def __init__(
-        self, *, judge: str | ChatModel | None = None, models: ModelPool | None = None
+        self,
+        config: Settings = None,
+        *,
+        judge: str | ChatModel | None = None,
+        models: ModelPool | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__()
+        """Args:
+        config: Options as a mapping or a ``Config``.
+        judge: The judge: a spec (the ``judge`` option) or a model handle (its name recorded).
+        models: The run's model pool the spec is loaded from (the runner gives it).
+        **options: Options as keywords.
+        """
+        if judge is not None:
+            options["judge"] = model_spec(judge)
+        super().__init__(config, **options)
+        judge = judge if judge is not None else self.config.judge
         self.judge = Judge(judge, models) if judge is not None else None
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:

@@ -4,19 +4,30 @@ Both steps run at temperature 0. The judge never sees the gold while extracting,
 extracted answer (not the whole response) while comparing. A reply that is neither CORRECT nor
 INCORRECT scores wrong ("unclear verdict: ..."); judge failures (:class:`LLMError`) propagate so
 the runner records the sample as an error to retry, never as a silent score. A judge model that
-supports structured output is held to ``{"verdict": "CORRECT" | "INCORRECT"}``, which reads the
-same way.
+supports structured output is held to the :class:`Verdict` reply
+(``{"verdict": "CORRECT" | "INCORRECT"}``), which reads the same way.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any, Literal
 
-from maslab.bench.evaluation import Evaluator, Judge, Score, gold_of, register_evaluator
+from pydantic import Field
+
+from maslab.bench.evaluation import (
+    Evaluator,
+    Judge,
+    Score,
+    gold_of,
+    model_spec,
+    register_evaluator,
+)
 from maslab.core.context import Context
 from maslab.core.task import Task
-from maslab.kit.structured import json_params, object_schema
+from maslab.kit.structured import Reply
 from maslab.llm import ChatModel, ModelPool
+from maslab.plugin_config import PluginConfig, Settings
 
 NO_ANSWER = "NO_ANSWER"
 
@@ -46,7 +57,13 @@ Candidate answer: {candidate}
 
 Does the candidate answer match the reference answer? Reply with one word: CORRECT or INCORRECT."""
 
-VERDICT_SCHEMA = object_schema(verdict={"type": "string", "enum": ["CORRECT", "INCORRECT"]})
+
+class Verdict(Reply):
+    """The comparison's reply where the judge model supports structured output (in text, the
+    verdict word alone)."""
+
+    verdict: Literal["CORRECT", "INCORRECT"]
+
 
 _NO_ANSWER_REPLY = re.compile(r"\W*no[\s_-]*answer\b", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
@@ -57,10 +74,14 @@ _NEGATIONS = {"not", "no", "isn"}
 def parse_verdict(reply: str) -> bool | None:
     """True/False for a CORRECT/INCORRECT reply, None if the reply does not say which.
 
-    A reply that starts with a verdict word is taken at that word ("Incorrect: the candidate is
-    not correct"); otherwise exactly one kind of verdict word must appear, and "correct" only
-    counts with no negation in the reply ("the candidate is not correct" is unclear).
+    A JSON :class:`Verdict` is taken as it says. A reply that starts with a verdict word is
+    taken at that word ("Incorrect: the candidate is not correct"); otherwise exactly one kind
+    of verdict word must appear, and "correct" only counts with no negation in the reply ("the
+    candidate is not correct" is unclear).
     """
+    structured = Verdict.parse(reply)
+    if structured is not None:
+        return structured.verdict == "CORRECT"
     words = _WORD.findall(reply.lower())
     if words and words[0] in _VERDICTS:
         return _VERDICTS[words[0]]
@@ -76,8 +97,25 @@ def parse_verdict(reply: str) -> bool | None:
 class LLMJudgeEvaluator(Evaluator):
     """Two-step LLM judge at temperature 0: extract the final answer, then compare with gold."""
 
-    def __init__(self, *, judge: str | ChatModel, models: ModelPool | None = None) -> None:
-        super().__init__()
+    class Config(PluginConfig):
+        judge: str = Field(description="the judge model's spec (openai:gpt-4o-mini)")
+
+    config: Config
+
+    def __init__(
+        self,
+        config: Settings = None,
+        *,
+        judge: str | ChatModel,
+        models: ModelPool | None = None,
+        **options: Any,
+    ) -> None:
+        """Args:
+        config: Options as a mapping or a ``Config``.
+        judge: The judge: a spec (the ``judge`` option) or a model handle (its name recorded).
+        models: The run's model pool the spec is loaded from (the runner gives it).
+        """
+        super().__init__(config, judge=model_spec(judge), **options)
         self.judge = Judge(judge, models)
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
@@ -96,7 +134,7 @@ class LLMJudgeEvaluator(Evaluator):
             _COMPARE_SYSTEM,
             _COMPARE_USER.format(question=question, gold=gold, candidate=extracted),
             ctx,
-            **json_params(self.judge.model, "verdict", VERDICT_SCHEMA),
+            **Verdict.native_params(self.judge.model),
         )
         verdict = parse_verdict(reply)
         if verdict is None:

@@ -21,13 +21,16 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from typing import Any
+
+from pydantic import Field, StrictFloat, StrictInt
 
 from maslab.bench.evaluation import Evaluator, Score, gold_of, register_evaluator
 from maslab.core.answers import extract_answer
 from maslab.core.context import Context
 from maslab.core.task import Task
-from maslab.errors import ConfigError
 from maslab.evaluators.numeric import numbers_equal
+from maslab.plugin_config import PluginConfig, Settings
 
 # (verdict, what math-verify parsed from the answer); verdict None: nothing to compare
 Check = tuple[bool | None, str | None]
@@ -168,16 +171,20 @@ class MathEvaluator(Evaluator):
 
     execution_options = frozenset({"workers"})
 
-    def __init__(self, *, timeout_s: float = 5.0, workers: int = _WORKERS) -> None:
-        super().__init__()
-        if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:
-            raise ConfigError(f"math evaluator: timeout_s must be a number > 0, got {timeout_s!r}")
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ConfigError(
-                f"math evaluator: workers must be a whole number >= 1, got {workers!r}"
-            )
-        self.timeout_s = timeout_s
-        self._pool = _Pool(workers, _check)
+    class Config(PluginConfig):
+        timeout_s: StrictFloat = Field(
+            5.0, gt=0, allow_inf_nan=False, description="seconds per answer; longer scores wrong"
+        )
+        workers: StrictInt = Field(
+            _WORKERS, ge=1, description="child processes that check answers in parallel"
+        )
+
+    config: Config
+
+    def __init__(self, config: Settings = None, **options: Any) -> None:
+        super().__init__(config, **options)
+        self.timeout_s = self.config.timeout_s  # the checks' limit, settable after construction
+        self._pool = _Pool(self.config.workers, _check)
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         gold = gold_of(task)

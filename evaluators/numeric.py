@@ -10,11 +10,14 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
+from pydantic import Field, StrictFloat
+
 from maslab.bench.evaluation import Evaluator, Score, gold_of, register_evaluator
 from maslab.core.answers import extract_answer, normalize_answer
 from maslab.core.context import Context
 from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.plugin_config import PluginConfig
 
 DEFAULT_REL_TOL = 1e-6
 
@@ -50,11 +53,15 @@ _exact = lru_cache(maxsize=8)(Fraction)  # a tolerance as an exact fraction, mad
 class NumericEvaluator(Evaluator):
     """Numeric equality of the final number with the gold (commas, units, \\boxed{} handled)."""
 
-    def __init__(self, *, rel_tol: float = DEFAULT_REL_TOL) -> None:
-        super().__init__()
-        if not rel_tol >= 0:
-            raise ConfigError(f"numeric evaluator: rel_tol must be >= 0, got {rel_tol}")
-        self.rel_tol = rel_tol
+    class Config(PluginConfig):
+        rel_tol: StrictFloat = Field(
+            DEFAULT_REL_TOL,
+            ge=0,
+            allow_inf_nan=False,
+            description="how far apart, relative to the larger, two numbers may be and be equal",
+        )
+
+    config: Config
 
     def check_gold(self, task: Task) -> None:
         _gold_number(task)
@@ -65,7 +72,7 @@ class NumericEvaluator(Evaluator):
         if extracted is None:
             return Score.unparsable()
         found = parse_number(extracted)
-        correct = found is not None and _close(found, expected, self.rel_tol)
+        correct = found is not None and _close(found, expected, self.config.rel_tol)
         return Score.graded(correct, extracted, gold)
 
 

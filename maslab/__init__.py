@@ -58,7 +58,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time each name loads on 
     from maslab.core.task import Solution, Task
     from maslab.core.topology import Topology
     from maslab.errors import BudgetExceeded, ConfigError, LLMError, MaslabError, SampleEnded
-    from maslab.llm.registry import ModelPool, load_model
+    from maslab.llm.pool import ModelPool
+    from maslab.llm.registry import load_model
     from maslab.llm.types import ChatModel, Completion, Usage
 
 # public name -> the module that defines it: `import maslab` stays cheap (the CLI and a
@@ -83,7 +84,7 @@ __getattr__, __dir__ = lazy_exports(
         "list_evaluators": "maslab.bench.evaluation",
         "aevaluate": "maslab.api",
         "evaluate": "maslab.api",
-        "ModelPool": "maslab.llm.registry",
+        "ModelPool": "maslab.llm.pool",
         "load_model": "maslab.llm.registry",
         "ChatModel": "maslab.llm.types",
         "Completion": "maslab.llm.types",

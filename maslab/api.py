@@ -17,26 +17,18 @@ import logging
 import sys
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import suppress
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, Unpack
 
 from pydantic import ValidationError
 
-from maslab import defaults
 from maslab.analysis.run_result import RunResult, run_label
-from maslab.bench.benchmark import get_benchmark
-from maslab.bench.evaluation import check_evaluator_options
-from maslab.config_files import apply_overrides, validation_message
-from maslab.core.method import Method, get_method
-from maslab.core.roles import parse_model_roles, role_models
-from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
+from maslab.config_files import validation_message
+from maslab.core.method import Method
+from maslab.defaults import DEMO_MODEL
 from maslab.errors import ConfigError, MaslabError
+from maslab.harness.configure import configure
 from maslab.harness.options import RunKeywords, RunOptions
 from maslab.harness.runner import RunConfig, Runner
-from maslab.harness.shard import parse_shard
-from maslab.harness.sweep import judge_options, unused_judge
-from maslab.llm.registry import check_model
-from maslab.paths import default_response_cache
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -47,25 +39,6 @@ Backend = Literal["local", "ray"]  # where samples are solved: this process, or 
 BACKENDS: tuple[Backend, ...] = ("local", "ray")
 
 log = logging.getLogger(__name__)
-
-
-def _method_settings(method: str | Method | type[Method]) -> tuple[str, dict[str, Any]]:
-    """The registered name of ``method`` and its settings (the defaults, or an instance's)."""
-    if isinstance(method, str):
-        cls = get_method(method)
-    else:
-        cls = method if isinstance(method, type) else type(method)
-        if not issubclass(cls, Method):
-            raise ConfigError(
-                f"method must be a method name, or a Method class or instance; got {method!r}"
-            )
-        if not cls.name or get_method(cls.name) is not cls:
-            raise ConfigError(
-                f"{cls.__qualname__} is not registered: decorate it with "
-                "@register_method('<name>'), so the run's manifest can name it"
-            )
-    settings = method.config if isinstance(method, Method) else cls.Config()
-    return cls.name, settings.model_dump(mode="json")
 
 
 def run_config(
@@ -85,9 +58,9 @@ def run_config(
     benchmark's options: ``KEY=VALUE`` strings (values read as YAML) or a mapping (keys may
     be dotted paths into nested settings, or values nested mappings). ``model_roles`` puts roles
     or agents of the method on other models (:mod:`maslab.core.roles`): a mapping, or the CLI's
-    ``NAME=MODEL`` strings. ``evaluator_options`` are the evaluator's constructor keywords
+    ``NAME=MODEL`` strings. ``evaluator_options`` are the evaluator's options
     (``KEY=VALUE`` strings or a mapping; ``judge_model`` is the ``judge`` one), checked
-    against its signature. ``native=False`` keeps every call on the text protocol (no
+    against its ``Config``. ``native=False`` keeps every call on the text protocol (no
     structured output or tool calls, whatever the model offers). ``optimize_on`` names a split
     the method learns from (its ``optimize``, on the first ``optimize_limit`` tasks) before
     the test samples; it may share no task with ``split``. ``shard`` (``"i/N"`` or (i, N))
@@ -102,86 +75,10 @@ def run_config(
     if unknown := sorted(options.keys() - RunOptions.model_fields.keys()):
         raise TypeError(f"run_config() got an unexpected keyword argument {unknown[0]!r}")
     try:
-        o = RunOptions.model_validate(options)
+        validated = RunOptions.model_validate(options)
     except ValidationError as exc:
         raise MaslabError(validation_message(exc, "run")) from None
-
-    def option(name: str) -> str:
-        return (flags or {}).get(name, name)
-
-    model = model or DEMO_MODEL
-    max_tokens = o.max_tokens
-    if max_tokens is None:
-        max_tokens = DEMO_MAX_TOKENS if model == DEMO_MODEL else defaults.MAX_TOKENS
-    method_name, settings = _method_settings(method)
-    overridden = apply_overrides(settings, o.config or (), f"{method_name} {option('config')}")
-    method_object = get_method(method_name)(overridden)  # one-line error before any work
-    method_config = method_object.config.model_dump(mode="json")  # what runs (a preset's too)
-    evaluator_name = o.evaluator or get_benchmark(benchmark).evaluator
-    extra = apply_overrides({}, o.evaluator_options or (), option("evaluator_options"))
-    if o.judge_model and "judge" in extra:
-        raise ConfigError(
-            f"give the judge once: {option('judge_model')} or {option('evaluator_options')} judge"
-        )
-    judged = judge_options(evaluator_name, o.judge_model or extra.get("judge"))
-    if o.judge_model and not judged:
-        raise unused_judge(option("judge_model"), [evaluator_name])
-    scoring = check_evaluator_options(
-        evaluator_name, {**judged, **extra}, option("evaluator_options")
-    )
-    model_roles = o.model_roles
-    if model_roles is not None and not isinstance(model_roles, Mapping):
-        model_roles = parse_model_roles(model_roles)
-    roles = method_object.check_model_roles(model_roles)
-    for spec in filter(None, (model, o.judge_model, *role_models(roles))):
-        check_model(spec, o.endpoints)
-    if o.optimize_limit is not None and o.optimize_on is None:
-        raise ConfigError(f"{option('optimize_limit')} needs {option('optimize_on')}")
-    given = "/".join(map(str, o.shard)) if isinstance(o.shard, tuple) else o.shard
-    shard = None if given is None else parse_shard(given, option("shard"))
-    if shard is not None and o.optimize_on is not None:
-        raise ConfigError(
-            f"{option('shard')} cannot go with {option('optimize_on')}: each shard would learn "
-            "on its own"
-        )
-    if o.out is not None and Path(o.out).exists() and not Path(o.out).is_dir():
-        raise ConfigError(f"{option('out')} {o.out} is a file; name a run directory")
-    cache = default_response_cache() if o.cache is True else o.cache
-    fields: dict[str, Any] = {
-        "method": method_name,
-        "method_config": method_config,
-        "benchmark": benchmark,
-        "benchmark_options": apply_overrides({}, o.bench_options or (), option("bench_options")),
-        "split": o.split,
-        "limit": o.limit,
-        "shuffle": o.shuffle,
-        "data": str(o.data) if o.data else None,
-        "model": model,
-        "model_roles": roles,
-        "endpoints": str(o.endpoints) if o.endpoints else None,
-        "sampling": {"temperature": o.temperature, "max_tokens": max_tokens},
-        "repeats": o.repeats,
-        "seed": o.seed,
-        "concurrency": o.concurrency,
-        "scheduler": o.scheduler,
-        "evaluator": o.evaluator,
-        "evaluator_options": scoring,
-        "max_calls": o.max_calls,
-        "max_tokens": o.max_sample_tokens,
-        "max_seconds": o.max_sample_seconds,
-        "cache": str(cache) if cache else None,
-        "strict_sandbox": o.strict_sandbox,
-        "unsafe_no_sandbox": o.unsafe_no_sandbox,
-        "native": o.native,
-        "optimize_on": o.optimize_on,
-        "optimize_limit": o.optimize_limit,
-        "shard": shard,
-    }
-    fields["out"] = None if o.out is None else str(o.out)  # None: the identity's directory
-    try:
-        return RunConfig.model_validate(fields)
-    except ValidationError as exc:
-        raise MaslabError(validation_message(exc, "run")) from None
+    return configure(method, benchmark, model, validated, flags=flags)
 
 
 async def execute(

@@ -75,15 +75,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from maslab.bench.evaluation import Scorer
 from maslab.core.context import Context
 from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, register_method
 from maslab.core.task import Solution, Task
 from maslab.kit.bridge import MAX_CALLS, FunctionCall, call_function
-from maslab.kit.parsing import Text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.parsing import Text
+from maslab.kit.structured import Reply, ask
 
 META, AGENT = "meta", "agent"
 
@@ -139,18 +139,17 @@ def forward(task: str) -> str:
 }
 
 
-class Design(BaseModel):
+class Design(Reply):
     """The meta agent's JSON reply: the idea, a short name and the program."""
 
-    thought: Text = ""
-    name: Text = ""
-    code: Text
+    json_name = "adas_agent"
+
+    thought: Text = Field("", description="the idea of the agent and why it should work")
+    name: Text = Field("", description="a short name")
+    code: Text = Field(description="the complete program, imports included")
 
 
-DESIGN_SCHEMA = object_schema(thought=STRING, name=STRING, code=STRING)
-UNREADABLE = (
-    'your reply could not be read as one JSON object with the keys "thought", "name" and "code"'
-)
+UNREADABLE = "your reply could not be read as the JSON object asked for"
 
 
 class ArchivedAgent(BaseModel):
@@ -166,9 +165,6 @@ class ArchivedAgent(BaseModel):
     fitness: FiniteNumber | None = Field(None, ge=0, le=1)
     error: str | None = None
     debugs: int = Field(0, ge=0, strict=True)
-
-
-ARCHIVE = TypeAdapter(list[ArchivedAgent])
 
 
 def seed_agent(name: str) -> ArchivedAgent:
@@ -193,10 +189,7 @@ def meta_system() -> str:
         ".aask(prompt)`) keeps the agent's own conversation history.\n"
         "- `BridgeError`: raised by a call that is refused or fails.\n"
         "There is no network and no other package; threads are allowed. One run of an agent "
-        f"may make at most {MAX_CALLS} model calls.\n\n"
-        "Reply with one JSON object with three string keys: "
-        '"thought" (the idea of the agent and why it should work), "name" (a short name) and '
-        '"code" (the complete program, imports included).'
+        f"may make at most {MAX_CALLS} model calls."
     )
 
 
@@ -218,7 +211,7 @@ def proposal_prompt(archive: Sequence[ArchivedAgent], example: Task, tasks: int)
         f"{example.prompt()}\n\n"
         "Design a new agent that should reach a higher fitness than every agent of the archive. "
         "Learn from the archive which ideas work and which fail, and do not just repeat one of "
-        "its designs: combine, extend or invent. Reply with the JSON object."
+        "its designs: combine, extend or invent."
     )
 
 
@@ -226,19 +219,15 @@ REFLECTION_PROMPT = (
     "Review your design. Is it really new compared with the archive, and likely to do better? "
     "Check the code line by line: the API of `maslab_bridge`, the signature of `forward`, "
     "the form of the answer it returns, errors that could stop it. Then reply with the improved "
-    "design as the same JSON object (thought, name, code)."
+    "design."
 )
 
 
 def debug_prompt(problem: str) -> str:
     return (
         f"There is a problem with your agent: {problem}\n\nFix it and reply with the corrected "
-        "design as the same JSON object (thought, name, code)."
+        "design."
     )
-
-
-def read_design(text: str) -> Design | None:
-    return parse_model(text, Design)
 
 
 def code_problem(code: str) -> str | None:
@@ -398,24 +387,19 @@ class ADAS(Method):
         cfg = self.config
         meta = validation.ctx.agent(META, role=META, system=meta_system())
 
-        async def ask(prompt: str, kind: str) -> Design | None:
-            reply = await meta.reply(
-                prompt,
-                round=generation,
-                kind=kind,
-                **json_params(meta.model, "adas_agent", DESIGN_SCHEMA),
-            )
-            return read_design(reply.content)
+        async def request(prompt: str, kind: str) -> Design | None:
+            _, design = await ask(meta, prompt, Design, round=generation, kind=kind)
+            return design
 
         tasks = validation.tasks
-        design = await ask(proposal_prompt(archive, tasks[0], len(tasks)), "proposal")
+        design = await request(proposal_prompt(archive, tasks[0], len(tasks)), "proposal")
         for _ in range(cfg.reflections):
-            design = await ask(REFLECTION_PROMPT, "reflection") or design
+            design = await request(REFLECTION_PROMPT, "reflection") or design
         evaluation, problem = await validation.check(design)
         debugs = 0
         while problem is not None and debugs < cfg.debug_max:
             debugs += 1
-            fixed = await ask(debug_prompt(problem), "debug")
+            fixed = await request(debug_prompt(problem), "debug")
             if fixed is None:
                 problem = UNREADABLE  # the last readable design stays, with its evaluation
                 continue
@@ -431,11 +415,11 @@ class ADAS(Method):
             debugs=debugs,
         )
 
-    def learned_state(self) -> dict[str, Any] | None:
+    def learned_state(self) -> ADAS.LearnedState | None:
         """The archive, each agent with its code and fitness (None before ``optimize``)."""
         if self.archive is None:
             return None
-        return {"archive": ARCHIVE.dump_python(self.archive, mode="json")}
+        return self.LearnedState(archive=self.archive)
 
-    def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        self.archive = ARCHIVE.validate_python(state["archive"])
+    def load_learned_state(self, state: ADAS.LearnedState) -> None:
+        self.archive = list(state.archive)

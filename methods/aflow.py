@@ -87,8 +87,8 @@ from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, 
 from maslab.core.task import Solution, Task
 from maslab.errors import BudgetExceeded
 from maslab.kit.bridge import call_function
-from maslab.kit.parsing import Text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.parsing import Text
+from maslab.kit.structured import Reply, ask
 
 OPTIMIZER, EXECUTOR, PROGRAM = "optimizer", "executor", "program"
 OPERATOR_AGENTS = ("generate", "answer", "sc_ensemble", "review", "revise", "format_answer")
@@ -220,14 +220,13 @@ def seed_workflow() -> Workflow:
     return Workflow(id=0, parent=None, round=0, modification="seed", code=SEED_WORKFLOW)
 
 
-class Proposal(BaseModel):
+class Proposal(Reply):
     """The optimizer's reply."""
 
-    modification: Text = ""
-    code: Text = ""
+    json_name = "aflow_workflow"
 
-
-PROPOSAL_SCHEMA = object_schema(modification=STRING, code=STRING)
+    modification: Text = Field("", description="one sentence saying what you changed and why")
+    code: Text = Field("", description="the complete new program")
 
 
 class Run(BaseModel):
@@ -304,8 +303,7 @@ def optimizer_prompt(
         f"Some tasks it got wrong:\n\n{shown or 'none recorded'}\n\n"
         "Propose one focused change that should raise its accuracy (add, remove or replace an "
         "operator, change an instruction, add a check or an ensemble), different from the "
-        'changes already tried. Reply with a JSON object with two keys: "modification", one '
-        'sentence saying what you changed and why, and "code", the complete new program.'
+        "changes already tried."
     )
 
 
@@ -433,13 +431,13 @@ class AFlow(Method):
                 parent = pool[draw(mixed_probabilities([w.score or 0.0 for w in pool]), ctx.rng)]
                 known = failures[parent.id]
                 shown = ctx.rng.sample(known, min(FAILURES_SHOWN, len(known)))
-                reply = await optimizer.reply(
+                _, proposal = await ask(
+                    optimizer,
                     optimizer_prompt(parent, experience.get(parent.id, []), shown),
+                    Proposal,
                     round=t,
                     remember=False,
-                    **json_params(optimizer.model, "aflow_workflow", PROPOSAL_SCHEMA),
                 )
-                proposal = parse_model(reply.content, Proposal)
                 tried = experience.setdefault(parent.id, [])
                 if proposal is None or not usable_code(proposal.code):
                     tried.append("an unusable reply (no valid program): no change")
@@ -472,16 +470,13 @@ class AFlow(Method):
         scores = [w.score or 0.0 for w in candidates(self.tree, CONVERGENCE_TOP)]
         return sum(scores[:CONVERGENCE_TOP]) / len(scores[:CONVERGENCE_TOP])
 
-    def learned_state(self) -> dict[str, Any] | None:
+    def learned_state(self) -> AFlow.LearnedState | None:
         """The workflow tree and why the search ended (None before ``optimize`` ran)."""
         if self.stopped is None:
             return None
-        return {
-            "workflows": [w.model_dump() for w in self.tree],
-            "best": self.best.id,
-            "stopped": self.stopped,
-        }
+        workflows = [w.model_copy() for w in self.tree]  # optimize sets the scores in place
+        return self.LearnedState(workflows=workflows, best=self.best.id, stopped=self.stopped)
 
-    def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        self.tree = [Workflow.model_validate(w) for w in state["workflows"]]
-        self.stopped = state["stopped"]
+    def load_learned_state(self, state: AFlow.LearnedState) -> None:
+        self.tree = [w.model_copy() for w in state.workflows]
+        self.stopped = state.stopped

@@ -57,15 +57,15 @@ import asyncio
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BeforeValidator, Field
 
 from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.parsing import Text, as_text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.parsing import Text, as_text
+from maslab.kit.structured import Reply, ask
 
 RECRUITER, SOLVER, CRITIC, EVALUATOR = "recruiter", "solver", "critic", "evaluator"
 
@@ -76,7 +76,10 @@ GENERIC_EXPERTS = (
 )
 _AGREE = re.compile(r"\[\s*agree\s*\]", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^[ \t>]*(?:\d+[.):]|[-*•])[ \t]+(.+?)[ \t]*$", re.MULTILINE)
-_CORRECT_TEXT = re.compile(r"\bcorrect(?:ness)?\b[\"'*]*\s*[:=]\s*[\"']?(1|true|yes)\b", re.I)
+# "Correctness: 1" in a reply without JSON; not the shape "correct": true or false it was shown
+_CORRECT_TEXT = re.compile(
+    r"\bcorrect(?:ness)?\b[\"'*]*\s*[:=]\s*[\"']?(1|true|yes)\b(?!\s+or\b)", re.I
+)
 
 
 def _flag(value: object) -> bool:
@@ -93,21 +96,26 @@ def _texts(value: object) -> list[str]:
     return [as_text(item) for item in value if as_text(item)]
 
 
-class Recruits(BaseModel):
+class Recruits(Reply):
     """The recruiter's JSON reply: one description per expert."""
 
-    experts: Annotated[list[str], BeforeValidator(_texts)]
+    json_name = "experts"
+
+    experts: Annotated[
+        list[Annotated[str, Field(description="one expert's description")]],
+        BeforeValidator(_texts),
+    ]
 
 
-class Verdict(BaseModel):
+class Verdict(Reply):
     """The evaluator's JSON reply: whether the solution is correct, and advice."""
 
     correct: Annotated[bool, BeforeValidator(_flag)]
-    advice: Text = ""
-
-
-RECRUITS_SCHEMA = object_schema(experts={"type": "array", "items": STRING})
-VERDICT_SCHEMA = object_schema(correct={"type": "boolean"}, advice=STRING)
+    advice: Text = Field(
+        "",
+        description="what is wrong and how to fix it, or why it is right, and which kinds of "
+        "experts the team would need to do better",
+    )
 
 
 def recruit_prompt(task: Task, experts: int, advice: str | None) -> str:
@@ -124,8 +132,7 @@ def recruit_prompt(task: Task, experts: int, advice: str | None) -> str:
     return text + (
         f"Describe the {experts} experts whose knowledge and skills best fit the problem, "
         "one short description each (field, speciality, what they would check), the one who "
-        'writes the solution first. Reply with a JSON object with one key, "experts": a list '
-        f"of exactly {experts} strings."
+        "writes the solution first."
     )
 
 
@@ -180,17 +187,14 @@ def evaluate_prompt(task: Task, experts: list[str], solution: str) -> str:
     return (
         f"Problem:\n{task.prompt()}\n\nThe team that worked on it:\n{team}\n\n"
         f"Their solution:\n{solution.strip()}\n\n"
-        "Judge whether the solution is correct: check its reasoning and its final answer. "
-        'Reply with a JSON object with two keys: "correct", a boolean, true only if the '
-        'solution is right; and "advice", a string: what is wrong and how to fix it, or why '
-        "it is right, and which kinds of experts the team would need to do better."
+        "Judge whether the solution is correct: check its reasoning and its final answer."
     )
 
 
 def read_experts(reply: str, count: int) -> tuple[list[str], str]:
     """Exactly ``count`` expert descriptions from the recruiter's ``reply`` and how they were
     read: ``"json"``, ``"text"`` (a list), or ``"fallback"`` (generic experts fill in)."""
-    recruits = parse_model(reply, Recruits)
+    recruits = Recruits.parse(reply)
     how = "json"
     found = recruits.experts if recruits is not None else []
     if not found:
@@ -207,7 +211,7 @@ def read_experts(reply: str, count: int) -> tuple[list[str], str]:
 def read_verdict(reply: str) -> tuple[Verdict, bool]:
     """The evaluator's verdict and whether its JSON was read; unread, it is "correct" only if
     the text says so (``Correctness: 1``), with the whole reply as the advice."""
-    verdict = parse_model(reply, Verdict)
+    verdict = Verdict.parse(reply)
     if verdict is not None:
         return verdict, True
     return Verdict(correct=bool(_CORRECT_TEXT.search(reply)), advice=reply), False
@@ -243,21 +247,19 @@ class AgentVerse(Method):
     def agent_names(self) -> tuple[str, ...]:
         return numbered(CRITIC, self.config.experts - 1)
 
+    def structure(self) -> Topology:
+        """The recruiter describes every expert; the solver and each critic read each other;
+        the evaluator reads the solution and advises the recruiter and the solver (next turn)."""
+        critics = self.agent_names()
+        edges = [(RECRUITER, name) for name in (SOLVER, *critics, EVALUATOR)]
+        edges += [edge for critic in critics for edge in ((SOLVER, critic), (critic, SOLVER))]
+        edges += [(SOLVER, EVALUATOR), (EVALUATOR, RECRUITER), (EVALUATOR, SOLVER)]
+        return Topology.from_edges(edges, name="agentverse")
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         critics = list(self.agent_names())
-        topology = Topology(name="agentverse")
-        for name in [RECRUITER, SOLVER, *critics, EVALUATOR]:
-            topology.add_node(name)
-        for name in [SOLVER, *critics, EVALUATOR]:
-            topology.add_edge(RECRUITER, name)  # the expert descriptions
-        for critic in critics:
-            topology.add_edge(SOLVER, critic)
-            topology.add_edge(critic, SOLVER)
-        topology.add_edge(SOLVER, EVALUATOR)
-        topology.add_edge(EVALUATOR, RECRUITER)  # advice, next turn
-        topology.add_edge(EVALUATOR, SOLVER)
-        ctx.topology = topology
+        ctx.topology = self.structure()
 
         solution: str | None = None
         advice: str | None = None
@@ -265,12 +267,13 @@ class AgentVerse(Method):
         passed = False
         for turn in range(cfg.max_turns):
             recruiter = ctx.agent(RECRUITER)
-            said = await recruiter.reply(
+            said, _ = await ask(
+                recruiter,
                 recruit_prompt(task, cfg.experts, advice),
+                Recruits,
                 round=turn,
                 kind="recruit",
                 remember=False,
-                **json_params(recruiter.model, "experts", RECRUITS_SCHEMA),
             )
             experts, read_as = read_experts(said.content, cfg.experts)
             log: dict[str, Any] = {"experts": experts, "recruit": read_as}
@@ -322,12 +325,13 @@ class AgentVerse(Method):
             log.update(rounds=rounds, revisions=revisions, consensus=consensus)
 
             evaluator = ctx.agent(EVALUATOR)
-            judged = await evaluator.reply(
+            judged, _ = await ask(
+                evaluator,
                 evaluate_prompt(task, experts, solution),
+                Verdict,
                 round=turn,
                 kind="evaluation",
                 remember=False,
-                **json_params(evaluator.model, "verdict", VERDICT_SCHEMA),
             )
             verdict, parsed = read_verdict(judged.content)
             log.update(correct=verdict.correct, verdict_parsed=parsed)

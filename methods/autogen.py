@@ -180,12 +180,15 @@ class AutoGen(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        """The assistant and the user proxy read each other."""
+        return Topology.from_edges(
+            [(ASSISTANT, USER_PROXY), (USER_PROXY, ASSISTANT)], name="autogen"
+        )
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        topology = Topology(name="autogen")
-        topology.add_edge(ASSISTANT, USER_PROXY)
-        topology.add_edge(USER_PROXY, ASSISTANT)
-        ctx.topology = topology
+        ctx.topology = self.structure()
         assistant = ctx.agent(ASSISTANT, system=assistant_system(cfg.termination))
         limits = Limits(wall_seconds=cfg.timeout_seconds, cpu_seconds=cfg.timeout_seconds)
 

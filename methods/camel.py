@@ -215,20 +215,23 @@ class Camel(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        """The task specifier (if on) briefs both sides, the user and the assistant read each
+        other, and the critic (with more than one option) reads both."""
+        cfg = self.config
+        briefs = [(SPECIFIER, USER), (SPECIFIER, ASSISTANT)] if cfg.specify_task else []
+        chooses = (
+            [(USER, CRITIC), (ASSISTANT, CRITIC)] if cfg.with_critic and cfg.options > 1 else []
+        )
+        return Topology.from_edges(
+            [*briefs, (USER, ASSISTANT), (ASSISTANT, USER), *chooses], name="camel"
+        )
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         k = cfg.options
         use_critic = cfg.with_critic and k > 1
-        topology = Topology(name="camel")
-        if cfg.specify_task:
-            topology.add_edge(SPECIFIER, USER)
-            topology.add_edge(SPECIFIER, ASSISTANT)
-        topology.add_edge(USER, ASSISTANT)
-        topology.add_edge(ASSISTANT, USER)
-        if use_critic:
-            topology.add_edge(USER, CRITIC)
-            topology.add_edge(ASSISTANT, CRITIC)
-        ctx.topology = topology
+        ctx.topology = self.structure()
 
         specified: str | None = None
         if cfg.specify_task:

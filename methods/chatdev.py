@@ -196,16 +196,6 @@ def finished(text: str) -> bool:
     return _FINISHED.search(text) is not None
 
 
-def chatdev_topology() -> Topology:
-    """The coding chat (CTO ↔ programmer), review (reviewer ↔ programmer) and testing
-    (tester ↔ programmer)."""
-    topology = Topology(name="chatdev")
-    for partner in (CTO, REVIEWER, TESTER):
-        topology.add_edge(partner, PROGRAMMER)
-        topology.add_edge(PROGRAMMER, partner)
-    return topology
-
-
 @register_method("chatdev")
 class ChatDev(Method):
     """Coding chat, code review and sandboxed testing, phase by phase; the latest code wins."""
@@ -229,9 +219,16 @@ class ChatDev(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        """The coding chat (CTO ↔ programmer), review (reviewer ↔ programmer) and testing
+        (tester ↔ programmer)."""
+        partners = (CTO, REVIEWER, TESTER)
+        edges = [edge for p in partners for edge in ((p, PROGRAMMER), (PROGRAMMER, p))]
+        return Topology.from_edges(edges, name="chatdev")
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        ctx.topology = chatdev_topology()
+        ctx.topology = self.structure()
         state = _Code(ctx, task.entry_point)
 
         def member(role: str) -> Agent:  # a fresh chat: each phase starts with no history

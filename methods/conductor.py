@@ -37,9 +37,10 @@ Deviations:
 - The Deep Analyzer (several analyser models plus a summariser) is one reasoning call (the
   official config gives it one step); the model role ``analyst`` picks its model.
 - The planning tool (create / update / mark_step) is folded into the action: the planner
-  restates the plan with statuses in every reply. Actions are JSON rather than native function
-  calls, one per step; where the planner's model supports structured output they are requested
-  with their JSON schema as well (same prompt, same calls, same parsing).
+  restates the plan with statuses in every reply. Actions are JSON (:class:`Action`, whose
+  shape ends every planner prompt) rather than native function calls, one per step; where the
+  planner's model supports structured output they are requested with their JSON schema as well
+  (same prompt, same calls, same parsing).
 - When the coder reaches its cap, its last reply plus the output of its last program is the
   report, instead of an extra forced-answer call, which keeps the call bound above.
 - A second malformed planner reply in a row ends the loop early (the official code keeps
@@ -51,7 +52,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -59,6 +60,8 @@ from pydantic import (
     Field,
     ValidationError,
     ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -67,8 +70,8 @@ from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.parsing import as_text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.parsing import as_text
+from maslab.kit.structured import Reply, ask
 from maslab.kit.tools import Tool, ToolCall, ToolNames, get_tools, python_tool, run_tool
 from maslab.sandbox import Limits
 
@@ -87,11 +90,7 @@ CODER_SYSTEM = (
     "program, reply with one ```python code block that prints what you need; you will be shown "
     "its output. Once you have what you need, reply with your report and no code block."
 )
-CORRECTION = (
-    "Your last reply was not a valid action. Reply with exactly one JSON object with the keys "
-    "thought, plan, action and arguments, as your instructions describe (final_answer needs "
-    "arguments.answer)."
-)
+CORRECTION = "Your last reply was not a valid action (final_answer needs arguments.answer)."
 FORCED_FINAL = (
     "You have used all your steps. From what you have learned so far, give the final answer to "
     "the original task now, in the format it asks for."
@@ -116,18 +115,52 @@ def _status(value: object) -> str:
 
 
 class PlanStep(BaseModel):
-    step: str
-    status: Annotated[str, BeforeValidator(_status)] = STATUSES[0]
+    step: str = Field(description="a step")
+    status: Annotated[
+        str, BeforeValidator(_status), WithJsonSchema({"type": "string", "enum": list(STATUSES)})
+    ] = STATUSES[0]
 
 
-class Action(BaseModel):
-    """One planner reply. The plan is bookkeeping: an unreadable one is dropped (None), never
-    the action with it."""
+class FinalArguments(Reply):
+    """The arguments of final_answer."""
 
-    thought: str = ""
-    plan: list[PlanStep] | None = None
+    answer: str
+
+
+class Action(Reply):
+    """One planner reply: a call of a team member, a tool or final_answer. The plan is
+    bookkeeping: an unreadable one is dropped (empty), never the action with it.
+
+    The schema names the team (:attr:`tools`, see :meth:`of`). Not strict: tools may have
+    optional arguments, and the reply is validated after all.
+    """
+
+    strict = False
+    tools: ClassVar[tuple[Tool, ...]] = ()
+    """The team members and tools ``action`` may name, besides final_answer."""
+
+    thought: str = Field("", description="what you know and what to do next")
+    plan: list[PlanStep] = Field(default_factory=list)
     action: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Sequence[Tool]) -> type[Action]:
+        """The reply of a planner whose team is ``tools``."""
+        reply = create_model(cls.__name__, __base__=cls)
+        reply.tools = tuple(tools)
+        return reply
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """As declared, with ``action`` one of the team's names or final_answer and
+        ``arguments`` the arguments of one of them (each tool's schema as it is)."""
+        schema = super().json_schema()
+        names = [*(tool.name for tool in cls.tools), FINAL]
+        arguments = [*(tool.schema() for tool in cls.tools), FinalArguments.json_schema()]
+        schema["properties"]["action"] = {"type": "string", "enum": names}
+        schema["properties"]["arguments"] = {"anyOf": arguments}
+        return schema
 
     @field_validator("plan", mode="wrap")
     @classmethod
@@ -135,7 +168,7 @@ class Action(BaseModel):
         try:
             return read(value)
         except ValidationError:
-            return None
+            return []
 
     @model_validator(mode="after")
     def _final_answer_has_answer(self) -> Action:
@@ -157,10 +190,6 @@ def planner_system(tools: Sequence[Tool]) -> str:
         "You act in steps: each reply is one action, and its result comes back to you as an "
         f"observation.\n\nYour team members and tools:\n{listed}\n"
         f"- {FINAL}(answer: string): finish, with the answer in the format the task asks for.\n\n"
-        "Reply with exactly one JSON object:\n"
-        '{"thought": "<what you know and what to do next>", "plan": [{"step": "<a step>", '
-        '"status": "<not_started | in_progress | completed | blocked>"}], '
-        '"action": "<team member, tool or final_answer>", "arguments": {<its arguments>}}\n\n'
         "Rules:\n"
         "- Start with a plan of at most 5 steps, each done by a team member or tool, and restate "
         "it in every reply with updated statuses.\n"
@@ -168,20 +197,6 @@ def planner_system(tools: Sequence[Tool]) -> str:
         "and quote the original question word for word when they need it.\n"
         "- Delegate only when it helps, and never repeat an identical call.\n"
         f"- Check the results, then finish with {FINAL}."
-    )
-
-
-def action_schema(tools: Sequence[Tool]) -> dict[str, Any]:
-    """The planner's reply as a JSON schema: a tool or final_answer, and arguments of one of them.
-
-    Not strict: tools may have optional arguments, and the reply is validated after all.
-    """
-    status = {"type": "string", "enum": list(STATUSES)}
-    return object_schema(
-        thought=STRING,
-        plan={"type": "array", "items": object_schema(step=STRING, status=status)},
-        action={"type": "string", "enum": [*(tool.name for tool in tools), FINAL]},
-        arguments={"anyOf": [*(tool.schema() for tool in tools), object_schema(answer=STRING)]},
     )
 
 
@@ -280,11 +295,15 @@ class Conductor(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        """The planner calls each team member and tool and reads what it returns."""
+        return Topology.star(PLANNER, [*TEAM, *self.config.tools], direction="both")
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         team = Team(ctx, cfg)
         tools = [*team.tools(), *get_tools(cfg.tools)]
-        ctx.topology = Topology.star(PLANNER, [t.name for t in tools], direction="both")
+        ctx.topology = self.structure()
         planner = ctx.agent(PLANNER, system=planner_system(tools))
         plan: list[PlanStep] = []
         trace: list[dict[str, Any]] = []
@@ -295,18 +314,17 @@ class Conductor(Method):
                 metadata={"plan": [s.model_dump() for s in plan], "trace": trace, "finish": finish},
             )
 
-        structured = json_params(planner.model, "action", action_schema(tools), strict=False)
+        action_reply = Action.of(tools)
         prompt = opening_prompt(task)
         for step in range(cfg.planner_steps):
-            reply = await planner.reply(prompt, round=step, kind="action", **structured)
-            action = parse_model(reply.content, Action)
+            _, action = await ask(planner, prompt, action_reply, round=step, kind="action")
             if action is None:
                 trace.append({"step": step, "action": None})
                 if prompt is CORRECTION:  # the corrective retry failed too
                     break
                 prompt = CORRECTION
                 continue
-            plan = action.plan or plan
+            plan = action.plan or plan  # an empty plan keeps the previous one
             trace.append({"step": step, "action": action.action, "arguments": action.arguments})
             if action.answer is not None:
                 return solution(action.answer, FINAL)
@@ -319,6 +337,6 @@ class Conductor(Method):
             prompt = observation_prompt(call.name, observation)
 
         reply = await planner.reply(FORCED_FINAL, round=len(trace), kind="final")
-        forced = parse_model(reply.content, Action)
+        forced = action_reply.parse(reply.content)
         answer = forced.answer if forced is not None else None
         return solution(reply.content if answer is None else answer, "forced")

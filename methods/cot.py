@@ -22,14 +22,7 @@ from __future__ import annotations
 from maslab.core.context import Context
 from maslab.core.method import Method, register_method
 from maslab.core.task import Solution, Task
-
-
-def cot_prompt(task: Task) -> str:
-    """The task prompt plus the step-by-step instruction (shared with self-consistency)."""
-    return (
-        f"{task.prompt()}\n\nWork through the problem step by step, showing your reasoning, "
-        "and only then state your final answer."
-    )
+from maslab.kit.prompts import cot_prompt
 
 
 @register_method("cot")

@@ -76,7 +76,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from maslab.core.agents import Agent
 from maslab.core.context import Context
@@ -84,10 +84,9 @@ from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, 
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.errors import ConfigError
-from maslab.kit.aggregation import answer_key, majority_decision
-from maslab.kit.parsing import Text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.aggregation import answer_key, majority_decision, propose_vote
+from maslab.kit.parsing import Text
+from maslab.kit.structured import Reply, ask
 
 AGENT, RANKER = "agent", "ranker"
 TOP = 2  # the listwise ranker keeps this many agents
@@ -151,10 +150,7 @@ def update_prompt(task: Task, shown: Sequence[str]) -> str:
         f"among them; any of them, or all, may be wrong):\n\n{numbered_solutions(shown)}\n\n"
         "Check your own reasoning and each of these solutions step by step, then write an "
         "updated solution of your own. Also rate each solution above from 1 (wrong or useless) "
-        "to 5 (correct and well argued). Reply with a JSON object with two keys: "
-        '"solution", your updated step-by-step solution ending with the final answer in the '
-        f'required format, as a string; and "ratings", a list of {len(shown)} integers from 1 '
-        "to 5, one per solution, in the order shown."
+        "to 5 (correct and well argued)."
     )
 
 
@@ -163,9 +159,7 @@ def ranker_prompt(task: Task, shown: Sequence[str]) -> str:
     return (
         f"{task.prompt()}\n\nCandidate solutions to this question:\n\n"
         f"{numbered_solutions(shown)}\n\n"
-        f"Decide, step by step, which {keep} solutions are most likely to be correct. Reply "
-        'with a JSON object with two keys: "reasoning", your comparison, as a string; and '
-        f'"best", a list of the numbers of the {keep} best solutions, best first.'
+        f"Decide, step by step, which {keep} solutions are most likely to be correct."
     )
 
 
@@ -187,22 +181,39 @@ def _number(value: object) -> float | None:
     return None
 
 
-class Update(BaseModel):
+def _integers(what: str) -> WithJsonSchema:
+    """The wire form of a list of integers, each ``what`` (read leniently, checked on use)."""
+    return WithJsonSchema({"type": "array", "items": {"type": "integer", "description": what}})
+
+
+class Update(Reply):
     """A round >= 1 reply: the updated solution and the ratings of the solutions shown."""
 
-    solution: Text = ""
-    ratings: Annotated[list[object], BeforeValidator(_as_list)] = []
+    json_name = "dylan_update"
+
+    solution: Text = Field(
+        "",
+        description="your updated step-by-step solution ending with the final answer in the "
+        "required format",
+    )
+    ratings: Annotated[
+        list[object],
+        BeforeValidator(_as_list),
+        _integers("a rating from 1 to 5, one per solution, in the order shown"),
+    ] = Field(default_factory=list)
 
 
-class Ranking(BaseModel):
-    """The listwise ranker's reply: the numbers of the best solutions."""
+class Ranking(Reply):
+    """The listwise ranker's reply: its comparison and the numbers of the best solutions."""
 
-    best: Annotated[list[object], BeforeValidator(_as_list)] = []
+    json_name = "dylan_ranking"
 
-
-INTEGERS: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
-UPDATE_SCHEMA = object_schema(solution=STRING, ratings=INTEGERS)
-RANKING_SCHEMA = object_schema(reasoning=STRING, best=INTEGERS)
+    reasoning: Text = Field("", description="your comparison")
+    best: Annotated[
+        list[object],
+        BeforeValidator(_as_list),
+        _integers("the number of one of the best solutions, best first"),
+    ] = Field(default_factory=list)
 
 
 def _rating(value: object) -> float:
@@ -213,7 +224,7 @@ def _rating(value: object) -> float:
 def read_update(text: str, shown: int) -> tuple[str, list[float]]:
     """The solution of a round >= 1 reply (the whole reply if it has none) and its ``shown``
     ratings in the order shown: neutral where unreadable, all neutral for a wrong count."""
-    update = parse_model(text, Update) or Update()
+    update = Update.parse(text) or Update()
     ratings = update.ratings if len(update.ratings) == shown else [None] * shown
     return update.solution or text, [_rating(r) for r in ratings]
 
@@ -222,7 +233,7 @@ def read_ranking(text: str, shown: int) -> list[int]:
     """The 0-based positions of the ranker's ``min(TOP, shown)`` picks: its valid, distinct
     numbers in its order, then the first unused positions."""
     picks: list[int] = []
-    for value in (parse_model(text, Ranking) or Ranking()).best:
+    for value in (Ranking.parse(text) or Ranking()).best:
         number = _number(value)
         if number is not None and number.is_integer() and 1 <= number <= shown:
             picks.append(int(number) - 1)
@@ -360,8 +371,7 @@ class DyLAN(Method):
                 nodes += await asyncio.gather(
                     *(self.activate(task, agents[name], t, shown[name]) for name in batch)
                 )
-                decision = majority_decision(task, [n.response for n in nodes])
-                ctx.propose(decision.response, round=t, votes=decision.vote.counts)
+                decision = propose_vote(ctx, task, [n.response for n in nodes], round=t)
                 if max(decision.vote.counts.values(), default=0) > 2 * len(order) // 3:
                     consensus = decision.response
                     break
@@ -386,11 +396,8 @@ class DyLAN(Method):
         if t == 0:
             reply = await agent.reply(task.prompt(), round=0, remember=False)
             return Node(agent.name, 0, reply.content, answer_key(task, reply.content))
-        reply = await agent.reply(
-            update_prompt(task, [n.response for n in shown]),
-            round=t,
-            remember=False,
-            **json_params(agent.model, "dylan_update", UPDATE_SCHEMA),
+        reply, _ = await ask(
+            agent, update_prompt(task, [n.response for n in shown]), Update, round=t, remember=False
         )
         response, ratings = read_update(reply.content, len(shown))
         weights = dict(zip((n.agent for n in shown), edge_weights(ratings), strict=True))
@@ -401,12 +408,13 @@ class DyLAN(Method):
     ) -> list[str]:
         """The agents whose round t-1 solutions the listwise ranker finds best (agent ids)."""
         shown = rng.sample(previous, len(previous))
-        reply = await ranker.reply(
+        reply, _ = await ask(
+            ranker,
             ranker_prompt(task, [n.response for n in shown]),
+            Ranking,
             round=t,
             kind="ranking",
             remember=False,
-            **json_params(ranker.model, "dylan_ranking", RANKING_SCHEMA),
         )
         return [shown[i].agent for i in read_ranking(reply.content, len(shown))]
 
@@ -431,15 +439,16 @@ class DyLAN(Method):
         ranked = sorted(range(len(cfg.pool)), key=lambda i: -self.pool_importance[cfg.pool[i]])
         self.optimized_team = tuple(cfg.pool[i] for i in sorted(ranked[: cfg.team_size]))
 
-    def learned_state(self) -> dict[str, Any] | None:
+    def learned_state(self) -> DyLAN.LearnedState | None:
         """The team ``optimize`` chose and the pool's mean importance (None before it ran)."""
         if self.optimized_team is None:
             return None
-        return {"team": list(self.optimized_team), "pool_importance": self.pool_importance}
+        return self.LearnedState(
+            team=list(self.optimized_team), pool_importance=self.pool_importance
+        )
 
-    def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        team = state["team"]
-        if any(role not in self.config.pool for role in team):
-            raise ConfigError("dylan learned state: expected a team of pool roles")
-        self.optimized_team = tuple(team)
-        self.pool_importance = dict(state["pool_importance"])
+    def load_learned_state(self, state: DyLAN.LearnedState) -> None:
+        if strangers := [role for role in state.team if role not in self.config.pool]:
+            raise ValueError(f"its team has roles not in this config's pool: {strangers}")
+        self.optimized_team = tuple(state.team)
+        self.pool_importance = dict(state.pool_importance)

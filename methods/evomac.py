@@ -81,8 +81,8 @@ from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.kit.code_tests import parse_tests, public_tests, run_tests
-from maslab.kit.parsing import Text, as_text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.parsing import Text, as_text
+from maslab.kit.structured import Reply, ask
 
 ORGANIZER, PROGRAMMER, TESTER = "organizer", "programmer", "tester"
 FIRST_SUBTASK = "Write the complete solution to the task."
@@ -100,25 +100,20 @@ def _ids(value: object) -> list[str]:
 
 
 class SubtaskReply(BaseModel):
-    id: Text = ""
-    description: Text = ""
-    depends_on: Annotated[list[str], BeforeValidator(_ids)] = Field(default_factory=list)
+    id: Text = Field("", description="a short id")
+    description: Text = Field("", description="what the programmer must do, self-contained")
+    depends_on: Annotated[
+        list[Annotated[str, Field(description="the id of a sub-task whose code it builds on")]],
+        BeforeValidator(_ids),
+    ] = Field(default_factory=list)
 
 
-class TeamReply(BaseModel):
+class TeamReply(Reply):
     """The organiser's JSON reply: the team's sub-tasks."""
 
+    json_name = "team"
+
     subtasks: list[SubtaskReply]
-
-
-TEAM_SCHEMA = object_schema(
-    subtasks={
-        "type": "array",
-        "items": object_schema(
-            id=STRING, description=STRING, depends_on={"type": "array", "items": STRING}
-        ),
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -135,7 +130,7 @@ def read_team(text: str, limit: int, fallback: str) -> tuple[list[Subtask], bool
     the sub-task itself, repeated ones, and each one that closes a cycle with the dependencies
     kept before it (sub-tasks in order, each one's dependencies in order). No sub-task left:
     one, ``fallback``."""
-    reply = parse_model(text, TeamReply)
+    reply = TeamReply.parse(text)
     kept: dict[str, SubtaskReply] = {}
     for i, item in enumerate(reply.subtasks if reply else [], 1):
         key = item.id or str(i)
@@ -235,11 +230,8 @@ def as_answer(code: str) -> str:
 
 # --- prompts -------------------------------------------------------------------------------------
 
-_TEAM_FORMAT = (
-    'Reply with a JSON object with one key, "subtasks": a list of objects, each with "id" (a '
-    'short string), "description" (what the programmer must do, self-contained) and '
-    '"depends_on" (the ids of the sub-tasks whose code it builds on; [] for none). The '
-    "dependencies must form a DAG. Use as few sub-tasks as the work needs (at most {limit}); "
+_TEAM_RULES = (
+    "The dependencies must form a DAG. Use as few sub-tasks as the work needs (at most {limit}); "
     "do not add testing or documentation sub-tasks."
 )
 
@@ -254,7 +246,7 @@ def organize_prompt(task: Task, limit: int) -> str:
         "Split the work into sub-tasks, one per programmer. The programmers share one Python "
         "program: each sees the task, its own sub-task and the program as the sub-tasks it "
         "depends on left it, and writes the updated program; sub-tasks with no dependency "
-        "between them are done at the same time. " + _TEAM_FORMAT.format(limit=limit)
+        "between them are done at the same time. " + _TEAM_RULES.format(limit=limit)
     )
 
 
@@ -266,7 +258,7 @@ def evolve_prompt(task: Task, code: str, report: str, limit: int) -> str:
         "Design a new team to fix it: sub-tasks that each fix one problem the failing tests "
         "reveal. Quote every failing assert word for word in the description of the sub-task "
         "that fixes it, and say what the code should do instead. The programmers share the "
-        "program as above. " + _TEAM_FORMAT.format(limit=limit)
+        "program as above. " + _TEAM_RULES.format(limit=limit)
     )
 
 
@@ -330,13 +322,7 @@ class EvoMAC(Method):
         teams: list[list[dict[str, Any]]] = []
 
         async def design(prompt: str, r: int, fallback: str) -> list[Subtask]:
-            said = await organizer.reply(
-                prompt,
-                round=r,
-                kind="team",
-                remember=False,
-                **json_params(organizer.model, "team", TEAM_SCHEMA),
-            )
+            said, _ = await ask(organizer, prompt, TeamReply, round=r, kind="team", remember=False)
             subtasks, ok = read_team(said.content, cfg.max_subtasks, fallback)
             parsed.append(ok)
             teams.append([{"id": s.id, "depends_on": list(s.depends_on)} for s in subtasks])

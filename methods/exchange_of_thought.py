@@ -49,8 +49,8 @@ from maslab.core.messages import Message
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.aggregation import answer_key, majority_decision
-from maslab.methods.cot import cot_prompt
+from maslab.kit.aggregation import answer_key, propose_vote
+from maslab.kit.prompts import cot_prompt
 
 Paradigm = Literal["memory", "report", "relay", "debate"]
 
@@ -137,11 +137,13 @@ class ExchangeOfThought(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        return paradigm_topology(self.config.paradigm, list(PERSONAS))
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         names = list(PERSONAS)
-        topology = paradigm_topology(cfg.paradigm, names)
-        ctx.topology = topology
+        topology = ctx.topology = self.structure()
         agents = {name: ctx.agent(name, system=PERSONAS[name]) for name in names}
         answers: dict[str, list[str | None]] = {name: [] for name in names}
         latest: dict[str, Message] = {}
@@ -162,8 +164,7 @@ class ExchangeOfThought(Method):
             latest = dict(zip(names, replies, strict=True))
             for name, message in latest.items():
                 answers[name].append(answer_key(task, message.content))
-            decision = majority_decision(task, [m.content for m in replies])
-            ctx.propose(decision.response, exchange_rounds=r, votes=decision.vote.counts)
+            decision = propose_vote(ctx, task, [m.content for m in replies], exchange_rounds=r)
             finals = {answers[name][-1] for name in names}
             agreed = None not in finals and len(finals) == 1
             if agreed:

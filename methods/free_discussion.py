@@ -62,7 +62,7 @@ from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.aggregation import decide, majority_decision
+from maslab.kit.aggregation import decide, propose_vote
 from maslab.llm.types import ChatMessage
 
 PARTICIPANT = "participant"
@@ -178,12 +178,17 @@ class FreeDiscussion(Method):
             return list(cfg.names or ())
         return [f"Agent {i}" for i in range(1, cfg.agents + 1)]
 
+    def structure(self) -> Topology:
+        """Every participant reads every other one (one participant alone: a single node)."""
+        names = list(self.agent_names())
+        return Topology.complete(names) if self.config.agents > 1 else Topology.chain(names)
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         names = list(self.agent_names())
         labels = self.labels()
         everyone = [label for label in labels if label is not None]
-        ctx.topology = Topology.complete(names) if cfg.agents > 1 else Topology.chain(names)
+        ctx.topology = self.structure()
         agents = [ctx.agent(name, role=PARTICIPANT) for name in names]
         conversation: list[Message] = []
         latest: dict[int, str] = {}
@@ -221,7 +226,6 @@ class FreeDiscussion(Method):
                 message = await turn(i, agent, r)
                 conversation.append(message)
                 latest[i] = message.content
-                decision = majority_decision(task, [latest[j] for j in sorted(latest)])
-                ctx.propose(decision.response, round=r, turn=i)
+                propose_vote(ctx, task, [latest[j] for j in sorted(latest)], round=r, turn=i)
 
         return await decide(ctx, task, [latest[i] for i in range(cfg.agents)], "majority")

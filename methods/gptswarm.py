@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import networkx as nx
 import numpy as np
@@ -66,15 +66,15 @@ from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, 
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.errors import ConfigError
-from maslab.kit.aggregation import decide, majority_decision
+from maslab.kit.aggregation import decide, propose_vote
+from maslab.kit.layers import run_layers
 from maslab.kit.learning import Edge, EdgePolicy, EdgePolicyState, mean_baseline, policy_rng
 
 __all__ = ["GPTSwarm"]
 
 AGENT = "agent"
 DECISION = "decision"
-STATE_FORMAT = "gptswarm/1"
+STATE_FORMAT: Final = "gptswarm/1"
 
 
 def agent_prompt(task: Task, shown: Sequence[tuple[str, str]]) -> str:
@@ -91,15 +91,9 @@ def agent_prompt(task: Task, shown: Sequence[tuple[str, str]]) -> str:
 
 def candidates(names: Sequence[str]) -> Topology:
     """The potential edges: agent i -> agent j for i < j, then every agent -> decision."""
-    topology = Topology(name="gptswarm candidates")
-    for name in [*names, DECISION]:
-        topology.add_node(name)
-    for i, u in enumerate(names):
-        for v in names[i + 1 :]:
-            topology.add_edge(u, v)
-    for u in names:
-        topology.add_edge(u, DECISION)
-    return topology
+    forward = [(u, v) for i, u in enumerate(names) for v in names[i + 1 :]]
+    decision = [(u, DECISION) for u in names]
+    return Topology.from_edges([*forward, *decision], name="gptswarm candidates")
 
 
 @register_method("gptswarm")
@@ -194,19 +188,14 @@ class GPTSwarm(Method):
         agents = {n: ctx.agent(n, role=AGENT) for layer in layers for n in layer}
         answers: dict[str, str] = {}
 
-        async def turn(name: str, r: int) -> str:
-            shown = [
-                (p, answers[p]) for p in sorted(graph.predecessors(name), key=order.__getitem__)
-            ]
+        async def turn(name: str, r: int, shown: list[tuple[str, str]]) -> str:
             reply = await agents[name].reply(agent_prompt(task, shown), round=r, remember=False)
             return reply.content
 
-        for r, layer in enumerate(layers):
-            replies = await asyncio.gather(*(turn(name, r) for name in layer))
-            answers.update(zip(layer, replies, strict=True))
+        async for r, replies in run_layers(graph, turn, layers=layers):
+            answers.update(replies)
             heard = [answers[n] for n in inputs if n in answers] or list(answers.values())
-            decision = majority_decision(task, heard)
-            ctx.propose(decision.response, round=r, votes=decision.vote.counts)
+            propose_vote(ctx, task, heard, round=r)
         if not inputs:
             return Solution(answer="", metadata={"aggregate": "none (no edge into the decision)"})
         return await decide(
@@ -261,16 +250,16 @@ class GPTSwarm(Method):
                 self.accuracy.append(float(np.mean(rewards)))
         self.optimized = True
 
-    def learned_state(self) -> dict[str, Any] | None:
+    def learned_state(self) -> GPTSwarm.LearnedState | None:
         """The learned edge logits and the batch accuracies (None before ``optimize``)."""
         if not self.optimized:
             return None
-        return {"format": STATE_FORMAT, "policy": self.policy.to_json(), "accuracy": self.accuracy}
+        return self.LearnedState(
+            format=STATE_FORMAT, policy=self.policy.state(), accuracy=self.accuracy
+        )
 
-    def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        policy = EdgePolicy.from_json(state["policy"], "gptswarm learned state")
+    def load_learned_state(self, state: GPTSwarm.LearnedState) -> None:
+        policy = EdgePolicy.from_state(state.policy)
         if policy.edges != self.policy.edges or policy.nodes != self.policy.nodes:
-            raise ConfigError(
-                f"gptswarm learned state: its edges are not those of {self.config.agents} agents"
-            )
-        self.policy, self.accuracy, self.optimized = policy, list(state["accuracy"]), True
+            raise ValueError(f"its edges are not those of {self.config.agents} agents")
+        self.policy, self.accuracy, self.optimized = policy, list(state.accuracy), True

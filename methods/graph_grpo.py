@@ -69,7 +69,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -80,12 +80,11 @@ from maslab.core.method import Method, MethodConfig, MethodState, register_metho
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.errors import ConfigError
-from maslab.kit.aggregation import llm_aggregate, majority_decision
+from maslab.kit.aggregation import llm_aggregate, propose_vote
 from maslab.kit.learning import EdgePolicy, EdgePolicyState, EdgeStep, edge_credit, policy_rng
 
 AGENT = "agent"
-STATE_FORMAT = "graph-grpo/1"
+STATE_FORMAT: Final = "graph-grpo/1"
 
 ROLE_PROMPTS: dict[str, str] = {
     "Math Solver": "You solve problems step by step and do every calculation with care.",
@@ -255,8 +254,7 @@ class GraphGRPO(Method):
             for layer in layers:
                 log += await asyncio.gather(*(turn(name, r) for name in layer))
                 latest = {m.sender: m.content for m in log}
-                decision = majority_decision(task, [latest[n] for n in names if n in latest])
-                ctx.propose(decision.response, round=r, votes=decision.vote.counts)
+                propose_vote(ctx, task, [latest[n] for n in names if n in latest], round=r)
         last = {m.sender: m.content for m in log if m.round == cfg.rounds - 1}
         verdict = await llm_aggregate(ctx, task, [last[n] for n in names], round=cfg.rounds)
         return verdict.content
@@ -304,20 +302,20 @@ class GraphGRPO(Method):
                 signed = advantage if step.taken else -advantage
                 self.policy.reinforce([step], signed / len(group), self.config.learning_rate)
 
-    def learned_state(self) -> dict[str, Any] | None:
+    def learned_state(self) -> GraphGRPO.LearnedState | None:
         """The trained edge policy and the group counts (None before ``optimize`` ran)."""
         if self.groups is None:
             return None
-        return {"format": STATE_FORMAT, "policy": self.policy.to_json(), "groups": self.groups}
+        groups = GroupCounts.model_validate(self.groups)
+        return self.LearnedState(format=STATE_FORMAT, policy=self.policy.state(), groups=groups)
 
-    def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        where = "graph_grpo learned state"
-        policy = EdgePolicy.from_json(state["policy"], where)
+    def load_learned_state(self, state: GraphGRPO.LearnedState) -> None:
+        policy = EdgePolicy.from_state(state.policy)
         expected = self.new_policy()
         if policy.edges != expected.edges or policy.weights.shape != expected.weights.shape:
-            raise ConfigError(
-                f"{where}: trained for other agents or features (edges {policy.edges}) than "
-                f"this config's {len(expected.nodes)} agents"
+            raise ValueError(
+                f"trained for other agents or features (edges {policy.edges}) than this "
+                f"config's {len(expected.nodes)} agents"
             )
         self.policy = policy
-        self.groups = dict(state["groups"])
+        self.groups = state.groups.model_dump()

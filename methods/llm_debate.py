@@ -34,25 +34,12 @@ from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.aggregation import decide, majority_decision
+from maslab.kit.aggregation import decide, propose_vote
+from maslab.kit.prompts import debate_prompt
 
 
 def opening_prompt(task: Task) -> str:
     return f"{task.prompt()}\n\nExplain your reasoning step by step, then give your final answer."
-
-
-def debate_prompt(task: Task, others: list[Message]) -> str:
-    if not others:
-        return (
-            "Go over your previous answer again and look for mistakes in the reasoning. "
-            f"Then give your final answer to the question once more:\n\n{task.prompt()}"
-        )
-    shown = "\n\n".join(f"--- Answer from another agent ---\n{m.content.strip()}" for m in others)
-    return (
-        f"Other agents answered the same question:\n\n{shown}\n\n"
-        "Use their reasoning as additional evidence: check it against your own, then give an "
-        f"updated answer to the original question:\n\n{task.prompt()}"
-    )
 
 
 @register_method("llm_debate")
@@ -74,12 +61,15 @@ class LLMDebate(Method):
     def agent_names(self) -> tuple[str, ...]:
         return numbered("debater", self.config.agents)
 
+    def structure(self) -> Topology:
+        """Every debater reads every other one (one debater alone: a single node)."""
+        names = list(self.agent_names())
+        return Topology.complete(names) if self.config.agents > 1 else Topology.chain(names)
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        names = list(self.agent_names())
-        topology = Topology.complete(names) if cfg.agents > 1 else Topology.chain(names)
-        ctx.topology = topology
-        agents = [ctx.agent(name, role="debater") for name in names]
+        topology = ctx.topology = self.structure()
+        agents = [ctx.agent(name, role="debater") for name in topology.nodes]
 
         async def turn(agent: Agent, r: int) -> Message:
             if r == 0:
@@ -90,7 +80,6 @@ class LLMDebate(Method):
         responses: list[str] = []
         for r in range(cfg.rounds):
             responses = [m.content for m in await asyncio.gather(*(turn(a, r) for a in agents))]
-            decision = majority_decision(task, responses)
-            ctx.propose(decision.response, round=r, votes=decision.vote.counts)
+            propose_vote(ctx, task, responses, round=r)
 
         return await decide(ctx, task, responses, cfg.aggregate, round=cfg.rounds)

@@ -87,8 +87,7 @@ from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, 
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.errors import ConfigError
-from maslab.kit.aggregation import llm_aggregate, majority_decision
+from maslab.kit.aggregation import llm_aggregate, majority_decision, propose_vote
 from maslab.kit.learning import (
     ChoicePolicy,
     ChoicePolicyState,
@@ -96,9 +95,7 @@ from maslab.kit.learning import (
     group_relative,
     policy_rng,
 )
-from maslab.methods.cot import cot_prompt
-from maslab.methods.llm_debate import debate_prompt
-from maslab.methods.self_refine import refine_prompt
+from maslab.kit.prompts import cot_prompt, debate_prompt, refine_prompt
 
 Operator = Literal[
     "io", "cot", "self_consistency", "debate", "self_refine", "ensemble", "early_exit"
@@ -307,8 +304,7 @@ class MaAS(Method):
                 *(self.run_operator(op, task, ctx, i, previous, answer) for op in layer.operators)
             )
             previous = list(outputs)
-            answer = majority_decision(task, previous).response
-            ctx.propose(answer, layer=i + 1)
+            answer = propose_vote(ctx, task, previous, layer=i + 1).response
         return Solution(
             answer=answer,
             metadata={
@@ -442,24 +438,21 @@ class MaAS(Method):
                 self.rewards.append(rewards)
             self.trained = True
 
-    def learned_state(self) -> dict[str, Any] | None:
+    def learned_state(self) -> MaAS.LearnedState | None:
         """The controller and each epoch's mean reward (None before ``optimize`` ran)."""
         if not self.trained:
             return None
-        return {
-            "controller": self.policy.to_json(),
-            "mean_reward": [sum(r) / len(r) for r in self.rewards],
-        }
+        means = [sum(r) / len(r) for r in self.rewards]
+        return self.LearnedState(controller=self.policy.state(), mean_reward=means)
 
-    def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        where = "maas learned state"
-        policy = ChoicePolicy.from_json(state["controller"], where)
+    def load_learned_state(self, state: MaAS.LearnedState) -> None:
+        policy = ChoicePolicy.from_state(state.controller)
         fresh = self.new_policy()
         if (policy.slots, policy.options, policy.weights.shape) != (
             fresh.slots,
             fresh.options,
             fresh.weights.shape,
         ):
-            raise ConfigError(f"{where}: its layers or operators differ from this config's")
+            raise ValueError("its layers or operators differ from this config's")
         self.policy, self.trained = policy, True
-        self.rewards = [[x] for x in state["mean_reward"]]  # the means only
+        self.rewards = [[x] for x in state.mean_reward]  # the means only

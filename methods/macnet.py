@@ -58,6 +58,7 @@ from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
+from maslab.kit.layers import run_layers
 
 Shape = Literal["chain", "star", "tree", "mesh", "layered", "random"]
 
@@ -186,28 +187,29 @@ class MacNet(Method):
         # the best artifact so far: a sink's over any other, then the latest in layer order
         rank = {n: (n in sinks, i) for i, n in enumerate(n for layer in layers for n in layer)}
 
-        async def through_edge(u: str, v: str, r: int, kind: str) -> Message:
+        async def through_edge(u: str, upstream: str, v: str, r: int, kind: str) -> Message:
             critique = await critics[u, v].reply(
-                critic_prompt(task, artifacts[u]),
+                critic_prompt(task, upstream),
                 round=r, kind="critique", recipients=(v,), remember=False,
             )  # fmt: skip
             return await actors[v].reply(
-                revise_prompt(task, artifacts[u], critique.content),
+                revise_prompt(task, upstream, critique.content),
                 round=r, kind=kind, remember=False,
             )  # fmt: skip
 
-        async def run_node(v: str, r: int) -> None:
+        async def run_node(v: str, r: int, inputs: list[tuple[str, str]]) -> str:
             # the call that yields the artifact is awaited in this task, with no task in
             # between, so the proposal below is made even in a budget stop's grace period
-            preds = topology.predecessors(v)
-            if not preds:
+            if not inputs:
                 artifact = await actors[v].reply(
                     draft_prompt(task), round=r, kind="artifact", remember=False
                 )
-            elif len(preds) == 1:
-                artifact = await through_edge(preds[0], v, r, "artifact")
+            elif len(inputs) == 1:
+                artifact = await through_edge(*inputs[0], v, r, "artifact")
             else:
-                versions = await asyncio.gather(*(through_edge(u, v, r, "revision") for u in preds))
+                versions = await asyncio.gather(
+                    *(through_edge(u, upstream, v, r, "revision") for u, upstream in inputs)
+                )
                 artifact = await actors[v].reply(
                     merge_prompt(task, [m.content for m in versions]),
                     round=r, kind="artifact", remember=False,
@@ -215,9 +217,10 @@ class MacNet(Method):
             artifacts[v] = artifact.content
             best = max(artifacts, key=rank.__getitem__)
             ctx.propose(artifacts[best], node=best)
+            return artifact.content
 
-        for r, layer in enumerate(layers):
-            await asyncio.gather(*(run_node(v, r) for v in layer))
+        async for _ in run_layers(topology, run_node, layers=layers):
+            pass  # each node proposes the best artifact so far itself, as soon as it has one
 
         metadata = {
             "topology": topology.name,

@@ -38,15 +38,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from maslab.core.agents import Agent
 from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.parsing import Text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.parsing import Text
+from maslab.kit.structured import Reply, ask
 
 AFFIRMATIVE, NEGATIVE, MODERATOR, JUDGE = "affirmative", "negative", "moderator", "judge"
 
@@ -55,32 +55,29 @@ def _yes(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower().startswith("yes"))
 
 
-class Ruling(BaseModel):
+ANSWER = Field(
+    "", description="the answer, as the question's instructions ask for it, backslashes escaped"
+)
+
+
+class Ruling(Reply):
     """The judge's JSON reply: why, and the final answer (empty when it gave none)."""
 
     reason: Text = ""
-    answer: Text = ""
+    answer: Text = ANSWER
 
 
-class Verdict(Ruling):
+class Verdict(Reply):
     """The moderator's JSON reply after a round; ``preference`` must be present."""
 
-    preference: Annotated[bool, BeforeValidator(_yes)]
-    supported_side: Text = ""
-
-
-RULING_SCHEMA = object_schema(reason=STRING, answer=STRING)
-VERDICT_SCHEMA = object_schema(
-    preference={"type": "string", "enum": ["yes", "no"]},
-    supported_side={"type": "string", "enum": [AFFIRMATIVE, NEGATIVE]},
-    reason=STRING,
-    answer=STRING,
-)
-
-_ANSWER_FORMAT = (
-    "Write the answer the way the question's instructions ask for it, escaping backslashes as "
-    "JSON requires."
-)
+    preference: Annotated[
+        bool, BeforeValidator(_yes), WithJsonSchema({"type": "string", "enum": ["yes", "no"]})
+    ]
+    supported_side: Annotated[
+        Text, WithJsonSchema({"type": "string", "enum": [AFFIRMATIVE, NEGATIVE]})
+    ] = ""
+    reason: Text = ""
+    answer: Text = ANSWER
 
 
 def debater_system(task: Task) -> str:
@@ -115,9 +112,7 @@ def moderation_prompt(round: int, affirmative: str, negative: str) -> str:
         f"Round {round} of the debate is over.\n\nAffirmative side:\n{affirmative}\n\n"
         f"Negative side:\n{negative}\n\nJudge whether one answer is clearly the better one. If so, "
         "explain why you support that side and give the answer you believe is correct; the "
-        "debate then ends. If not, leave the answer empty and the debate goes on. Reply with a "
-        'JSON object only: {"preference": "yes" or "no", "supported_side": "affirmative" or '
-        f'"negative", "reason": "...", "answer": "..."}}. {_ANSWER_FORMAT}'
+        "debate then ends. If not, leave the answer empty and the debate goes on."
     )
 
 
@@ -131,12 +126,11 @@ def candidates_prompt(affirmative: str, negative: str) -> str:
 def judgement_prompt(task: Task) -> str:
     return (
         f"Back to the question:\n\n{task.prompt()}\n\nSummarise your reasons and give the answer "
-        'you believe is correct. Reply with a JSON object only: {"reason": "...", "answer": '
-        f'"..."}}. {_ANSWER_FORMAT}'
+        "you believe is correct."
     )
 
 
-def final_text(ruling: Ruling) -> str:
+def final_text(ruling: Ruling | Verdict) -> str:
     """The decided answer alone, marked as final (a reason may quote other candidates)."""
     return f"Final answer:\n{ruling.answer}"
 
@@ -155,13 +149,19 @@ class MAD(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        """The debaters read each other, the moderator reads both sides every round, and the
+        judge (called when no verdict ends the debate) reads both sides' opening arguments."""
+        edges = [
+            (AFFIRMATIVE, NEGATIVE), (NEGATIVE, AFFIRMATIVE),
+            (AFFIRMATIVE, MODERATOR), (NEGATIVE, MODERATOR),
+            (AFFIRMATIVE, JUDGE), (NEGATIVE, JUDGE),
+        ]  # fmt: skip
+        return Topology.from_edges(edges, name="mad")
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         rounds = self.config.max_rounds
-        topology = Topology(name="mad")
-        for u, v in ((AFFIRMATIVE, NEGATIVE), (NEGATIVE, AFFIRMATIVE)):
-            topology.add_edge(u, v)
-            topology.add_edge(u, MODERATOR)
-        ctx.topology = topology
+        ctx.topology = self.structure()
         affirmative = ctx.agent(AFFIRMATIVE, system=debater_system(task))
         negative = ctx.agent(NEGATIVE, system=debater_system(task))
         moderator = ctx.agent(MODERATOR, system=moderator_system(task))
@@ -180,13 +180,9 @@ class MAD(Method):
             else:
                 aff = await argue(affirmative, r, rebuttal_prompt(neg))
                 neg = await argue(negative, r, rebuttal_prompt(aff))
-            said = await moderator.reply(
-                moderation_prompt(r, aff, neg),
-                round=r,
-                kind="verdict",
-                **json_params(moderator.model, "verdict", VERDICT_SCHEMA),
+            _, verdict = await ask(
+                moderator, moderation_prompt(r, aff, neg), Verdict, round=r, kind="verdict"
             )
-            verdict = parse_model(said.content, Verdict)
             verdicts.append(None if verdict is None else verdict.model_dump())
             if verdict is not None and verdict.preference and verdict.answer:
                 return Solution(
@@ -202,16 +198,12 @@ class MAD(Method):
         judge = ctx.agent(JUDGE, system=moderator_system(task))
         openings = []
         for side in (AFFIRMATIVE, NEGATIVE):
-            topology.add_edge(side, JUDGE)
             openings.append(ctx.transcript.filter(sender=side, round=1)[0].content)
         await judge.reply(candidates_prompt(*openings), round=rounds + 1, kind="judge")
-        said = await judge.reply(
-            judgement_prompt(task),
-            round=rounds + 1,
-            kind="judge",
-            **json_params(judge.model, "ruling", RULING_SCHEMA),
+        said, parsed = await ask(
+            judge, judgement_prompt(task), Ruling, round=rounds + 1, kind="judge"
         )
-        ruling = parse_model(said.content, Ruling) or Ruling()
+        ruling = parsed or Ruling()
         return Solution(
             answer=final_text(ruling) if ruling.answer else said.content,
             metadata={

@@ -64,7 +64,7 @@ import asyncio
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from maslab.core.answers import extract_answer
 from maslab.core.context import Context
@@ -73,8 +73,8 @@ from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.errors import ConfigError
 from maslab.kit.code_tests import TestRun, public_tests, run_tests
-from maslab.kit.parsing import Text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.parsing import Text
+from maslab.kit.structured import Reply, ask
 
 RETRIEVAL, PLANNING, CODING, DEBUGGING = "retrieval", "planning", "coding", "debugging"
 
@@ -94,22 +94,15 @@ def _objects_only(value: object) -> list[object]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-class Recall(BaseModel):
+class Recall(Reply):
     """The retrieval agent's JSON reply."""
 
-    problems: Annotated[list[Recalled], BeforeValidator(_objects_only)] = []
+    problems: Annotated[list[Recalled], BeforeValidator(_objects_only)] = Field(
+        default_factory=list
+    )
     algorithm: Text = ""
     tutorial: Text = ""
 
-
-RECALL_SCHEMA = object_schema(
-    problems={
-        "type": "array",
-        "items": object_schema(description=STRING, plan=STRING, code=STRING),
-    },
-    algorithm=STRING,
-    tutorial=STRING,
-)
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _CONFIDENCE_LINE = re.compile(r"confidence\W{0,3}\s*[:=]\s*\W{0,2}(-?\d+(?:\.\d+)?)", re.I)
@@ -127,19 +120,26 @@ def read_score(value: object) -> float | None:
     return None
 
 
-class Confidence(BaseModel):
+class Confidence(Reply):
     """The planning agent's JSON judgement of its own plan."""
 
-    explanation: Text = ""
-    confidence: Annotated[float | None, BeforeValidator(read_score)] = None
-
-
-CONFIDENCE_SCHEMA = object_schema(explanation=STRING, confidence={"type": "number"})
+    explanation: Text = Field("", description="a short account of what you checked")
+    confidence: Annotated[
+        float | None,
+        BeforeValidator(read_score),
+        WithJsonSchema(
+            {
+                "type": "number",
+                "description": "a number from 0 to 100: how confident you are that the plan "
+                "solves the problem",
+            }
+        ),
+    ] = None
 
 
 def read_confidence(text: str) -> float | None:
     """The confidence of a reply (JSON, else a ``confidence: N`` line), clamped; None if none."""
-    judged = parse_model(text, Confidence)
+    judged = Confidence.parse(text)
     if judged is not None and judged.confidence is not None:
         return judged.confidence
     found = _CONFIDENCE_LINE.findall(text)
@@ -149,7 +149,7 @@ def read_confidence(text: str) -> float | None:
 def read_recall(text: str, k: int) -> tuple[list[Recalled], str]:
     """The first k recalled problems and the background for the planners (the algorithm and
     its tutorial; the whole reply when it is not readable JSON)."""
-    recall = parse_model(text, Recall)
+    recall = Recall.parse(text)
     if recall is None or not (recall.problems or recall.algorithm or recall.tutorial):
         return [], text.strip()
     background = "\n\n".join(p for p in (recall.algorithm, recall.tutorial) if p)
@@ -177,10 +177,7 @@ def recall_prompt(task: Task, k: int) -> str:
         "Python code that follows the plan. Then name the algorithm or technique the given "
         "problem calls for (brute force, dynamic programming, greedy, binary search, graph "
         "search, ...) and write a short, general tutorial on it: when it applies and how to "
-        "use it. Do not solve the given problem.\n\n"
-        'Reply with a JSON object with three keys: "problems", a list of objects each with '
-        'the string keys "description", "plan" and "code"; "algorithm", a string; and '
-        '"tutorial", a string.'
+        "use it. Do not solve the given problem."
     )
 
 
@@ -203,9 +200,7 @@ def confidence_prompt(task: Task, plan: str) -> str:
     return (
         f"Problem:\n{task.prompt()}\n\nA proposed plan for solving it:\n{plan.strip()}\n\n"
         "Check whether a program that follows this plan would solve the problem correctly, "
-        "including its edge cases. Reply with a JSON object with two keys: "
-        '"explanation", a short account of what you checked, as a string, and "confidence", '
-        "a number from 0 to 100: how confident you are that the plan solves the problem."
+        "including its edge cases."
     )
 
 
@@ -226,21 +221,6 @@ def debug_prompt(task: Task, plan: str, code: str, log: str) -> str:
         "Find the mistake, in the plan or in the code. Write a corrected plan, then the "
         "complete corrected code in one ```python code block."
     )
-
-
-def mapcoder_topology() -> Topology:
-    """Who reads whom: retrieval feeds planning and coding, planning feeds coding and
-    debugging, and coding feeds debugging."""
-    topology = Topology(name="mapcoder")
-    for u, v in (
-        (RETRIEVAL, PLANNING),
-        (RETRIEVAL, CODING),
-        (PLANNING, CODING),
-        (PLANNING, DEBUGGING),
-        (CODING, DEBUGGING),
-    ):
-        topology.add_edge(u, v)
-    return topology
 
 
 # --- the method ----------------------------------------------------------------------------------
@@ -264,6 +244,18 @@ class MapCoder(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        """Retrieval feeds planning and coding, planning feeds coding and debugging, and coding
+        feeds debugging."""
+        edges = [
+            (RETRIEVAL, PLANNING),
+            (RETRIEVAL, CODING),
+            (PLANNING, CODING),
+            (PLANNING, DEBUGGING),
+            (CODING, DEBUGGING),
+        ]
+        return Topology.from_edges(edges, name="mapcoder")
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         if task.answer_type != "code":
             raise ConfigError(
@@ -271,18 +263,13 @@ class MapCoder(Method):
                 f"'{task.answer_type}'"
             )
         cfg = self.config
-        ctx.topology = mapcoder_topology()
+        ctx.topology = self.structure()
         retrieval, planning, coding, debugging = (
             ctx.agent(name) for name in (RETRIEVAL, PLANNING, CODING, DEBUGGING)
         )
         tests = public_tests(task)
 
-        said = await retrieval.reply(
-            recall_prompt(task, cfg.k),
-            round=0,
-            kind="recall",
-            **json_params(retrieval.model, "recall", RECALL_SCHEMA),
-        )
+        said, _ = await ask(retrieval, recall_prompt(task, cfg.k), Recall, round=0, kind="recall")
         examples, background = read_recall(said.content, cfg.k)
         slots: list[Recalled | None] = [*examples, *[None] * (cfg.k - len(examples))]
 
@@ -290,12 +277,13 @@ class MapCoder(Method):
             written = await planning.reply(
                 plan_prompt(task, example, background, tests), round=1, kind="plan", remember=False
             )
-            judged = await planning.reply(
+            judged, _ = await ask(
+                planning,
                 confidence_prompt(task, written.content),
+                Confidence,
                 round=2,
                 kind="confidence",
                 remember=False,
-                **json_params(planning.model, "confidence", CONFIDENCE_SCHEMA),
             )
             return written.content, read_confidence(judged.content)
 

@@ -169,6 +169,11 @@ class Mars2Search(Method):
     def agent_names(self) -> tuple[str, ...]:
         return numbered("agent", self.config.agents)
 
+    def structure(self) -> Topology:
+        """The agents share one tree: each may refine any other agent's program."""
+        names = list(self.agent_names())
+        return Topology.complete(names) if len(names) > 1 else Topology.chain(names)
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         if task.answer_type != "code":
             raise ConfigError(
@@ -177,7 +182,7 @@ class Mars2Search(Method):
             )
         cfg = self.config
         names = list(self.agent_names())
-        ctx.topology = Topology.complete(names) if len(names) > 1 else Topology.chain(names)
+        ctx.topology = self.structure()
         agents = [ctx.agent(name, role="agent") for name in names]
         agent_posteriors = {name: Beta() for name in names}
         expansions = dict.fromkeys(names, 0)

@@ -64,7 +64,7 @@ from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.errors import BudgetExceeded
 from maslab.kit.bridge import LIMITS, MAX_CALLS, call_function
-from maslab.methods.cot import cot_prompt
+from maslab.kit.prompts import cot_prompt
 
 GENERATOR, PROGRAM, SOLVER = "generator", "program", "solver"
 
@@ -211,12 +211,13 @@ class MasGpt(Method):
         check_role_names(fixed, self.name, self.roles, self.agent_names())
         return checked
 
+    def structure(self) -> Topology:
+        """The generator's code is the program; the solver (the fallback) reads no one."""
+        return Topology.from_edges([(GENERATOR, PROGRAM)], name="mas_gpt", nodes=[SOLVER])
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        topology = Topology(name="mas_gpt")
-        topology.add_edge(GENERATOR, PROGRAM)  # the generator's code is the program
-        topology.add_node(SOLVER)
-        ctx.topology = topology
+        ctx.topology = self.structure()
         generator = ctx.agent(GENERATOR, system=generator_system())
         limits = replace(LIMITS, wall_seconds=cfg.time_limit)
         attempts: list[dict[str, Any]] = []

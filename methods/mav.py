@@ -64,7 +64,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, register_method
@@ -72,9 +72,8 @@ from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.kit.aggregation import majority_decision
-from maslab.kit.parsing import parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
-from maslab.methods.cot import cot_prompt
+from maslab.kit.prompts import cot_prompt
+from maslab.kit.structured import Reply, ask
 
 GENERATOR, VERIFIER = "generator", "verifier"
 
@@ -145,45 +144,49 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def _flag(value: object) -> bool | None:
+def _flag(value: object) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in {"true", "yes", "approve", "1"}:
         return True
     if isinstance(value, str) and value.strip().lower() in {"false", "no", "reject", "0"}:
         return False
-    if isinstance(value, int):
-        return value == 1 if value in (0, 1) else None
-    return None
+    if isinstance(value, int) and value in (0, 1):
+        return value == 1
+    raise ValueError("approve must be true or false")
 
 
-class Verdict(BaseModel):
+Approve = Annotated[bool, BeforeValidator(_flag)]
+
+
+class Approval(Reply):
+    """The approval call's JSON reply (after a critique): whether the verifier approves."""
+
+    approve: Approve
+
+
+class Verdict(Reply):
     """A verifier's JSON reply: its reasoning and whether it approves the candidate."""
 
-    reasoning: Annotated[str, BeforeValidator(lambda v: "" if v is None else str(v))] = ""
-    approve: Annotated[bool | None, BeforeValidator(_flag)]
-
-    @field_validator("approve")
-    @classmethod
-    def _readable(cls, value: bool | None) -> bool:
-        if value is None:
-            raise ValueError("approve must be true or false")
-        return value
+    reasoning: Annotated[str, BeforeValidator(lambda v: "" if v is None else str(v))] = Field(
+        "", description="a short account of what you checked and found"
+    )
+    approve: Approve
 
 
-VERDICT_SCHEMA = object_schema(reasoning=STRING, approve={"type": "boolean"})
-APPROVAL_SCHEMA = object_schema(approve={"type": "boolean"})
 APPROVAL_PROMPT = (
-    "From your review above, give your verdict on the proposed solution. Reply with a JSON "
-    'object with one key, "approve": true if you found no error in the aspect you checked, '
-    "false if you found one."
+    "From your review above, give your verdict on the proposed solution: approve it if you "
+    "found no error in the aspect you checked, reject it if you found one."
 )
-_APPROVE_LINE = re.compile(r"\bapprove\b\W{0,3}\s*[:=]\s*\W{0,2}(true|false)\b", re.IGNORECASE)
+# "approve: true" in a reply without JSON; not the shape "approve": true or false it was shown
+_APPROVE_LINE = re.compile(
+    r"\bapprove\b\W{0,3}\s*[:=]\s*\W{0,2}(true|false)\b(?!\s+or\b)", re.IGNORECASE
+)
 
 
 def read_verdict(text: str) -> bool | None:
     """True (approve), False (reject) or None (unreadable) from a verifier's reply."""
-    verdict = parse_model(text, Verdict)
+    verdict = Verdict.parse(text)
     if verdict is not None:
         return verdict.approve
     found = _APPROVE_LINE.findall(text)
@@ -201,9 +204,7 @@ def _assignment(task: Task, candidate: str, aspect: str) -> str:
 def verify_prompt(task: Task, candidate: str, aspect: str) -> str:
     return _assignment(task, candidate, aspect) + (
         "Work through that aspect carefully. Approve the solution only if you find no error "
-        "in it; reject it if you find one. Reply with a JSON object with two keys: "
-        '"reasoning", a short account of what you checked and found, as a string, and '
-        '"approve", true to approve the solution or false to reject it.'
+        "in it; reject it if you find one."
     )
 
 
@@ -282,12 +283,17 @@ class MultiAgentVerification(Method):
     def agent_names(self) -> tuple[str, ...]:
         return numbered(GENERATOR, self.config.n) + numbered(VERIFIER, self.config.verifiers)
 
+    def structure(self) -> Topology:
+        """Every verifier reads every generator's candidate."""
+        cfg = self.config
+        return Topology.layered([numbered(GENERATOR, cfg.n), numbered(VERIFIER, cfg.verifiers)])
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         aspects = ctx.rng.sample(cfg.aspects, cfg.draw) if cfg.draw else list(cfg.aspects)
         generator_names = numbered(GENERATOR, cfg.n)
         verifier_names = numbered(VERIFIER, len(aspects))
-        ctx.topology = Topology.layered([generator_names, verifier_names])
+        ctx.topology = self.structure()
         prompt = cot_prompt(task)
         written: dict[int, str] = {}
 
@@ -312,12 +318,10 @@ class MultiAgentVerification(Method):
             if cfg.verification == "critique":
                 prompt = critique_prompt(task, candidates[i], aspects[j])
                 await agent.reply(prompt, round=1, kind="critique")
-                prompt, schema = APPROVAL_PROMPT, APPROVAL_SCHEMA
+                said, _ = await ask(agent, APPROVAL_PROMPT, Approval, round=1, kind="verdict")
             else:
-                prompt, schema = verify_prompt(task, candidates[i], aspects[j]), VERDICT_SCHEMA
-            said = await agent.reply(
-                prompt, round=1, kind="verdict", **json_params(agent.model, "verdict", schema)
-            )
+                prompt = verify_prompt(task, candidates[i], aspects[j])
+                said, _ = await ask(agent, prompt, Verdict, round=1, kind="verdict")
             verdicts[i][j] = read_verdict(said.content)
             approvals[i] += verdicts[i][j] is True
             best = best_candidate(approvals)

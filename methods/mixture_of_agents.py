@@ -40,7 +40,7 @@ from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.aggregation import majority_decision
+from maslab.kit.aggregation import propose_vote
 
 AGGREGATOR = "aggregator"
 
@@ -80,18 +80,17 @@ class MixtureOfAgents(Method):
     def agent_names(self) -> tuple[str, ...]:
         return numbered("proposer", self.config.proposers)
 
+    def structure(self) -> Topology:
+        """Across layers, a proposer reads every proposer (itself included); the aggregator
+        reads every proposer. Rounds are layers, so each reads the previous layer only."""
+        names = self.agent_names()
+        edges = [(sender, reader) for sender in names for reader in (*names, AGGREGATOR)]
+        return Topology.from_edges(edges, name="mixture_of_agents")
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         names = list(self.agent_names())
-        # Across layers, a proposer reads every proposer (itself included); the aggregator
-        # reads every proposer. Rounds are layers, so each reads the previous layer only.
-        topology = Topology(name="mixture_of_agents")
-        for reader in [*names, AGGREGATOR]:
-            topology.add_node(reader)
-        for sender in names:
-            for reader in [*names, AGGREGATOR]:
-                topology.add_edge(sender, reader)
-        ctx.topology = topology
+        topology = ctx.topology = self.structure()
 
         def references(reader: str, layer: int) -> list[Message]:
             """The responses of layer ``layer - 1``, in proposer order (never finishing order)."""
@@ -104,8 +103,7 @@ class MixtureOfAgents(Method):
 
         for layer in range(cfg.layers - 1):
             replies = await asyncio.gather(*(propose(name, layer) for name in names))
-            decision = majority_decision(task, [m.content for m in replies])
-            ctx.propose(decision.response, round=layer, votes=decision.vote.counts)
+            propose_vote(ctx, task, [m.content for m in replies], round=layer)
 
         last = cfg.layers - 1
         aggregator = ctx.agent(AGGREGATOR, system=synthesis_system(references(AGGREGATOR, last)))

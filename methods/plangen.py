@@ -91,17 +91,17 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BeforeValidator, Field
 
 from maslab.core.agents import Agent
 from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.parsing import Text, as_flag, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.parsing import Text, as_flag
+from maslab.kit.structured import Reply, ask
 
 CONSTRAINT, PLANNER, VERIFIER, SELECTOR, EXECUTOR = (
     "constraint",
@@ -134,31 +134,34 @@ def _unit(value: object) -> float:
     return max(0.0, min(1.0, _number(value)))
 
 
-class Verdict(BaseModel):
+class Verdict(Reply):
     """The verifier's JSON reply: its step-by-step feedback, then the score."""
 
-    feedback: Text = ""
-    score: Annotated[int, BeforeValidator(_score)]
+    feedback: Text = Field("", description="your step-by-step assessment")
+    score: Annotated[
+        int, BeforeValidator(_score), Field(description="the score, an integer from -100 to 100")
+    ]
 
 
-class Prior(BaseModel):
+Suitability = Annotated[float, BeforeValidator(_unit), Field(description="a rating from 0 to 1")]
+
+
+class Prior(Reply):
     """The selector's JSON reply: its reasoning, then each algorithm's suitability."""
 
     reasoning: Text = ""
-    best_of_n: Annotated[float, BeforeValidator(_unit)]
-    tot: Annotated[float, BeforeValidator(_unit)]
-    rebase: Annotated[float, BeforeValidator(_unit)]
+    best_of_n: Suitability
+    tot: Suitability
+    rebase: Suitability
 
 
-VERDICT_SCHEMA = object_schema(feedback=STRING, score={"type": "integer"})
-PRIOR_SCHEMA = object_schema(reasoning=STRING, **{a: {"type": "number"} for a in ALGORITHMS})
 _SCORE_LINE = re.compile(r"\bscore\b[\s*\"'`]*[:=][\s*\"'`]*([+\-−]?\d+(?:\.\d+)?)", re.I)
 
 
 def read_verdict(text: str) -> tuple[int, str]:
     """(score, feedback) of a verifier's reply: JSON, else its last ``score: N``; unreadable:
     the lowest score. Scores are clamped to [-100, 100]."""
-    verdict = parse_model(text, Verdict)
+    verdict = Verdict.parse(text)
     if verdict is not None:
         return verdict.score, verdict.feedback or text.strip()
     found = _SCORE_LINE.findall(text)
@@ -167,7 +170,7 @@ def read_verdict(text: str) -> tuple[int, str]:
 
 def read_prior(text: str) -> dict[Algorithm, float]:
     """Each algorithm's suitability from the selector's reply; uniform when unreadable."""
-    prior = parse_model(text, Prior)
+    prior = Prior.parse(text)
     if prior is None:
         return dict.fromkeys(ALGORITHMS, 1 / len(ALGORITHMS))
     return {a: getattr(prior, a) for a in ALGORITHMS}
@@ -221,8 +224,7 @@ def verify_prompt(task: Task, constraints: str, plan: str) -> str:
         f"standards.\n\nProblem:\n{task.prompt()}\n\nConstraints:\n{constraints.strip()}\n\n"
         f"Plan:\n{plan.strip()}\n\nGo through the plan step by step and check it against every "
         "constraint and for correctness. Then score it with an integer from -100 (wrong or "
-        "useless) to 100 (fully correct and complete). Reply with a JSON object with the keys "
-        '"feedback" (your step-by-step assessment, a string) and "score" (the integer).'
+        "useless) to 100 (fully correct and complete)."
     )
 
 
@@ -243,9 +245,7 @@ def step_reward_prompt(task: Task, constraints: str, steps: tuple[str, ...]) -> 
         f"Problem:\n{task.prompt()}\n\nConstraints:\n{constraints.strip()}\n\nThe plan so far "
         f"(it need not be finished):\n{steps_text(steps)}\n\nCheck every step against the "
         "constraints and for correctness, and judge whether the plan is on track; the newest "
-        "step matters most. Then score the plan so far with an integer from -100 to 100. Reply "
-        'with a JSON object with the keys "feedback" (your assessment, a string) and "score" '
-        "(the integer)."
+        "step matters most. Then score the plan so far with an integer from -100 to 100."
     )
 
 
@@ -267,9 +267,7 @@ def selector_prompt(task: Task, constraints: str, best: Plan) -> str:
         "(tree of thought) builds the plan step by step, always extending the best-scored "
         'partial plan; "rebase" grows several partial plans level by level, giving more '
         "continuations to the better-scored ones. Reason about how well each suits this problem "
-        "and the problems the feedback found, then rate each from 0 (unsuitable) to 1 (ideal). "
-        'Reply with a JSON object with the keys "reasoning" (a string), "best_of_n", "tot" and '
-        '"rebase" (numbers).'
+        "and the problems the feedback found, then rate each from 0 (unsuitable) to 1 (ideal)."
     )
 
 
@@ -412,10 +410,8 @@ class _Search:
             self.best = plan
             self.ctx.propose(plan.text, score=plan.score, verified=True)
 
-    async def ask(self, name: str, prompt: str, round: int, kind: str, **params: Any) -> str:
-        message = await self.agents[name].reply(
-            prompt, round=round, kind=kind, remember=False, **params
-        )
+    async def ask(self, name: str, prompt: str, round: int, kind: str) -> str:
+        message = await self.agents[name].reply(prompt, round=round, kind=kind, remember=False)
         return message.content
 
     async def extract_constraints(self) -> None:
@@ -424,9 +420,10 @@ class _Search:
         )
 
     async def judge(self, prompt: str, round: int, kind: str) -> tuple[int, str]:
-        model = self.agents[VERIFIER].model
-        params = json_params(model, "verdict", VERDICT_SCHEMA)
-        return read_verdict(await self.ask(VERIFIER, prompt, round, kind, **params))
+        said, _ = await ask(
+            self.agents[VERIFIER], prompt, Verdict, round=round, kind=kind, remember=False
+        )
+        return read_verdict(said.content)
 
     async def verify(self, text: str, order: int, round: int) -> Plan:
         prompt = verify_prompt(self.task, self.constraints, text)
@@ -524,11 +521,15 @@ class _Search:
         history: list[dict[str, object]] = []
         while best.score < cfg.threshold and len(history) < cfg.max_iterations:
             t = len(history) + 1
-            params = json_params(self.agents[SELECTOR].model, "prior", PRIOR_SCHEMA)
-            said = await self.ask(
-                SELECTOR, selector_prompt(self.task, self.constraints, best), t, "prior", **params
+            said, _ = await ask(
+                self.agents[SELECTOR],
+                selector_prompt(self.task, self.constraints, best),
+                Prior,
+                round=t,
+                kind="prior",
+                remember=False,
             )
-            prior = read_prior(said)
+            prior = read_prior(said.content)
             scores, weight = ucb(
                 bandit,
                 prior,

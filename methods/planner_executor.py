@@ -36,28 +36,26 @@ the same on both paths (a text reply is still read).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.parsing import parse_model
-from maslab.kit.structured import json_params, object_schema, reply_call, tool_params
+from maslab.kit.structured import Reply, ask, reply_call, tool_params
 from maslab.kit.tools import ToolNames, get_tools, run_tool
 
 NO_CALL = "error: no function call found in the reply"
 ACTION = "action"  # the model role of the action agents action_1 .. action_n
 
 
-class Plan(BaseModel):
-    steps: list[str]
+class Plan(Reply):
+    """The planner's JSON reply: the steps, in order."""
 
-
-PLAN_SCHEMA = object_schema(steps={"type": "array", "items": {"type": "string"}})
+    steps: list[Annotated[str, Field(description="a step")]]
 
 
 def plan_prompt(task: Task, functions: str, max_steps: int) -> str:
@@ -66,8 +64,7 @@ def plan_prompt(task: Task, functions: str, max_steps: int) -> str:
         f"Task:\n{task.prompt()}\n\n"
         f"Break the task into 1 to {max_steps} steps. Each step is done by one call of one "
         "function and may use the results of earlier steps; write it as a short instruction "
-        "that names the function and its inputs. The result of the last step is the answer.\n"
-        'Reply with one JSON object: {"steps": ["<step 1>", "<step 2>", ...]}'
+        "that names the function and its inputs. The result of the last step is the answer."
     )
 
 
@@ -120,13 +117,9 @@ class PlannerExecutor(Method):
         functions = get_tools(cfg.functions)
         catalogue = "\n".join(f.describe() for f in functions)
         planner = ctx.agent("planner")
-        reply = await planner.reply(
-            plan_prompt(task, catalogue, cfg.max_steps),
-            round=0,
-            kind="plan",
-            **json_params(planner.model, "plan", PLAN_SCHEMA),
+        _, plan = await ask(
+            planner, plan_prompt(task, catalogue, cfg.max_steps), Plan, round=0, kind="plan"
         )
-        plan = parse_model(reply.content, Plan)
         written = [s.strip() for s in plan.steps if s.strip()] if plan is not None else []
         steps = written[: cfg.max_steps] or [task.prompt()]
         names = list(numbered(ACTION, len(steps)))

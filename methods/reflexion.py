@@ -58,7 +58,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from maslab.core.agents import Agent
 from maslab.core.answers import extract_answer
@@ -67,21 +67,18 @@ from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.kit.code_tests import parse_tests, run_tests
-from maslab.kit.parsing import Flag, Text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
-from maslab.methods.cot import cot_prompt
+from maslab.kit.parsing import Flag, Text
+from maslab.kit.prompts import cot_prompt
+from maslab.kit.structured import Reply, ask
 
 ACTOR, EVALUATOR, REFLECTOR = "actor", "evaluator", "reflector"
 
 
-class Judgement(BaseModel):
+class Judgement(Reply):
     """The evaluator's JSON reply on a non-code attempt."""
 
-    feedback: Text = ""
+    feedback: Text = Field("", description="what is wrong or doubtful, or why it holds up")
     correct: Flag = False
-
-
-JUDGEMENT_SCHEMA = object_schema(feedback=STRING, correct={"type": "boolean"})
 
 
 # --- prompts -------------------------------------------------------------------------------------
@@ -113,9 +110,7 @@ def judge_prompt(task: Task, attempt: str) -> str:
     return (
         f"Question:\n{task.prompt()}\n\nAttempted answer:\n{attempt.strip()}\n\n"
         "Judge this attempt on your own: redo the key steps, check the reasoning and the final "
-        'result. Reply with a JSON object with two keys: "feedback", a string saying what is '
-        'wrong or doubtful (or why it holds up), and "correct", a boolean that is true only if '
-        "you are confident the final answer is right."
+        'result. Set "correct" to true only if you are confident the final answer is right.'
     )
 
 
@@ -162,13 +157,15 @@ class Reflexion(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        """The evaluator and the reflector read the actor's attempt, the reflector reads the
+        evaluation, and the actor reads the reflections (the loop)."""
+        edges = [(ACTOR, EVALUATOR), (ACTOR, REFLECTOR), (EVALUATOR, REFLECTOR), (REFLECTOR, ACTOR)]
+        return Topology.from_edges(edges, name="reflexion")
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        topology = Topology(name="reflexion")
-        for u, v in ((ACTOR, EVALUATOR), (ACTOR, REFLECTOR), (EVALUATOR, REFLECTOR)):
-            topology.add_edge(u, v)
-        topology.add_edge(REFLECTOR, ACTOR)
-        ctx.topology = topology
+        ctx.topology = self.structure()
         actor, evaluator, reflector = (ctx.agent(name) for name in (ACTOR, EVALUATOR, REFLECTOR))
         code_task = task.answer_type == "code"
 
@@ -214,14 +211,14 @@ class Reflexion(Method):
     async def _judge(
         task: Task, evaluator: Agent, attempt: str, r: int, parsed: list[bool]
     ) -> tuple[bool, str]:
-        said = await evaluator.reply(
+        said, judgement = await ask(
+            evaluator,
             judge_prompt(task, attempt),
+            Judgement,
             round=r,
             kind="critique",
             remember=False,
-            **json_params(evaluator.model, "judgement", JUDGEMENT_SCHEMA),
         )
-        judgement = parse_model(said.content, Judgement)
         parsed.append(judgement is not None)
         if judgement is None:
             return False, said.content

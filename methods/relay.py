@@ -2,8 +2,9 @@
 
 Davidson, Fourney, Amershi, West, Horvitz, Kamar. "The Collaboration Gap". arXiv:2511.02687.
 
-The collab_pair game (:class:`methods.collab_pair.MazeGame`) with the model of one side swapped
-after turn K, keeping that side's conversation history (K counts the messages of both agents):
+The collab_pair game (:class:`maslab.benchmarks.collab_maze_game.MazeGame`) with the model of
+one side swapped after turn K, keeping that side's conversation history (K counts the messages
+of both agents):
 
 - ``strong_primer``: the swapped side is the strong model for turns 1..K, then the weak one
   (the paper's AB rollouts continued as BB);
@@ -31,10 +32,11 @@ from typing import Literal
 
 from pydantic import Field
 
+from maslab.benchmarks.collab_maze_game import NAMES, MazeGame
 from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
-from maslab.methods.collab_pair import MazeGame
+from maslab.core.topology import Topology
 
 STRONG, WEAK = "strong", "weak"
 
@@ -56,8 +58,13 @@ class Relay(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        """The two sides read each other."""
+        return Topology.complete(NAMES)
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
+        ctx.topology = self.structure()
         first, then = (STRONG, WEAK) if cfg.variant == "strong_primer" else (WEAK, STRONG)
         roles = [WEAK, WEAK]
         roles[cfg.side] = first

@@ -34,8 +34,8 @@ from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
-from maslab.kit.aggregation import decide, majority_decision
-from maslab.methods.cot import cot_prompt
+from maslab.kit.aggregation import decide, propose_vote
+from maslab.kit.prompts import cot_prompt
 
 
 @register_method("self_consistency")
@@ -65,8 +65,7 @@ class SelfConsistency(Method):
             message = await ctx.agent(names[i], role="sample").reply(prompt, round=0)
             done[i] = message.content
             # sample order, not completion order: the vote must not depend on timing
-            decision = majority_decision(task, [done[j] for j in sorted(done)])
-            ctx.propose(decision.response, samples=len(done), votes=decision.vote.counts)
+            propose_vote(ctx, task, [done[j] for j in sorted(done)], samples=len(done))
             return message.content
 
         responses = await asyncio.gather(*(sample(i) for i in range(len(names))))

@@ -68,8 +68,8 @@ from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.aggregation import majority_decision
-from maslab.methods.cot import cot_prompt
+from maslab.kit.aggregation import majority_decision, propose_vote
+from maslab.kit.prompts import cot_prompt
 
 ROLE = "member"
 TURN, FINAL = "turn", "final"
@@ -188,6 +188,12 @@ class SelfOrgTeam(Method):
             return names
         return ctx.rng.sample(names, self.config.speakers or len(names))
 
+    def structure(self) -> Topology:
+        """Every member reads every other one; with ``best_individual``, the expert alone."""
+        if self.config.condition == "best_individual":
+            return Topology.chain([self.config.expert])
+        return Topology.complete(self.agent_names())
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         names = list(self.agent_names())
@@ -195,8 +201,8 @@ class SelfOrgTeam(Method):
         def answer_of(text: str) -> str | None:
             return task.answer_in(text)
 
+        ctx.topology = self.structure()
         if cfg.condition == "best_individual":
-            ctx.topology = Topology.chain([cfg.expert])
             solo = ctx.agent(cfg.expert, role=ROLE, system=self.system(cfg.expert))
             said = (await solo.reply(cot_prompt(task), round=0)).content
             answers = {cfg.expert: answer_of(said)}
@@ -205,7 +211,6 @@ class SelfOrgTeam(Method):
                 metadata={"first_answers": answers, "final_answers": answers, "decided": "alone"},
             )
 
-        ctx.topology = Topology.complete(names)
         agents = {n: ctx.agent(n, role=ROLE, system=self.system(n)) for n in names}
         latest: dict[str, str] = {}  # each member's latest turn
         orders: list[list[str]] = []
@@ -216,8 +221,7 @@ class SelfOrgTeam(Method):
                 prompt = turn_prompt(task, turns, r, cfg.rounds)
                 turn = await agents[name].reply(prompt, round=r, kind=TURN, remember=False)
                 latest[name] = turn.content
-                so_far = [latest[n] for n in names if n in latest]
-                ctx.propose(majority_decision(task, so_far).response, round=r)
+                propose_vote(ctx, task, [latest[n] for n in names if n in latest], round=r)
 
         first = {n: ctx.transcript.filter(sender=n, kind=TURN)[:1] for n in names}
         if cfg.elicit_final:

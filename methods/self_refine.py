@@ -37,27 +37,24 @@ iteration cap, and it cannot change the final answer, so we save the call.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.parsing import Flag, Text, parse_model
-from maslab.kit.structured import STRING, json_params, object_schema
-from maslab.methods.cot import cot_prompt
+from maslab.kit.parsing import Flag, Text
+from maslab.kit.prompts import cot_prompt, refine_prompt
+from maslab.kit.structured import Reply, ask
 
 GENERATOR, CRITIC, REFINER = "generator", "critic", "refiner"
 
 
-class Feedback(BaseModel):
+class Feedback(Reply):
     """The critic's JSON reply: its feedback and whether the answer is ready as it is."""
 
-    feedback: Text = ""
+    feedback: Text = Field("", description="your review")
     stop: Flag = False
-
-
-FEEDBACK_SCHEMA = object_schema(feedback=STRING, stop={"type": "boolean"})
 
 
 def feedback_prompt(task: Task, answer: str) -> str:
@@ -65,34 +62,9 @@ def feedback_prompt(task: Task, answer: str) -> str:
         f"Here is a question and a proposed answer to it.\n\nQuestion:\n{task.prompt()}\n\n"
         f"Proposed answer:\n{answer.strip()}\n\n"
         "Review the answer carefully: check every step of the reasoning and the final result, "
-        "and say precisely what is wrong, missing or could be improved. Reply with a JSON "
-        'object with two keys: "feedback", your review as a string, and "stop", a boolean '
-        "that is true only if the answer is correct and needs no change at all."
+        'and say precisely what is wrong, missing or could be improved. Set "stop" to true '
+        "only if the answer is correct and needs no change at all."
     )
-
-
-def refine_prompt(task: Task, attempts: list[tuple[str, str]]) -> str:
-    history = "\n\n".join(
-        f"--- Attempt {i} ---\n{answer.strip()}\n\n--- Feedback on attempt {i} ---\n{fb.strip()}"
-        for i, (answer, fb) in enumerate(attempts, 1)
-    )
-    return (
-        f"Question:\n{task.prompt()}\n\nEarlier attempts at this question, each followed by "
-        f"feedback on it:\n\n{history}\n\n"
-        "Using the feedback, write an improved, complete answer to the question: fix every "
-        "problem it points out, keep what was right, and reason step by step before stating "
-        "your final answer."
-    )
-
-
-def refine_topology() -> Topology:
-    """Who reads whom: the critic and the refiner read the generator's draft, the refiner reads
-    the critique, and the critic reads each refinement (the loop)."""
-    topology = Topology(name="self_refine")
-    for u, v in ((GENERATOR, CRITIC), (GENERATOR, REFINER), (CRITIC, REFINER)):
-        topology.add_edge(u, v)
-    topology.add_edge(REFINER, CRITIC)
-    return topology
 
 
 @register_method("self_refine")
@@ -109,8 +81,14 @@ class SelfRefine(Method):
 
     config: Config
 
+    def structure(self) -> Topology:
+        """The critic and the refiner read the generator's draft, the refiner reads the
+        critique, and the critic reads each refinement (the loop)."""
+        edges = [(GENERATOR, CRITIC), (GENERATOR, REFINER), (CRITIC, REFINER), (REFINER, CRITIC)]
+        return Topology.from_edges(edges, name="self_refine")
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
-        ctx.topology = refine_topology()
+        ctx.topology = self.structure()
         generator, critic, refiner = (ctx.agent(name) for name in (GENERATOR, CRITIC, REFINER))
 
         answer = (await generator.reply(cot_prompt(task), round=0)).content
@@ -119,14 +97,14 @@ class SelfRefine(Method):
         parsed: list[bool] = []
         stopped = False
         for t in range(1, self.config.max_iterations + 1):
-            said = await critic.reply(
+            said, review = await ask(
+                critic,
                 feedback_prompt(task, answer),
+                Feedback,
                 round=t,
                 kind="critique",
                 remember=False,
-                **json_params(critic.model, "feedback", FEEDBACK_SCHEMA),
             )
-            review = parse_model(said.content, Feedback)
             parsed.append(review is not None)
             if review is None:
                 review = Feedback(feedback=said.content)

@@ -82,10 +82,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, model_validator
 
 from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, get_method, register_method
@@ -93,10 +93,8 @@ from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.errors import ConfigError
-from maslab.kit.parsing import Text, parse_model
-from maslab.kit.structured import json_params, object_schema
-from maslab.methods import mad, self_refine
-from maslab.methods.exchange_of_thought import PERSONAS, paradigm_topology
+from maslab.kit.parsing import Text
+from maslab.kit.structured import Reply, ask
 
 AGENT, ROUTER = "agent", "router"
 SKILL_NAME = r"^[a-z][a-z0-9_]*$"
@@ -289,32 +287,36 @@ def _peer(name: str, description: str, *, model: str | None = None) -> Role:
     return Role(name, name.lower(), description, description, model=model)
 
 
-def _debate(config: Any) -> MASSpec:
-    names = numbered("debater", config.agents)
-    roles = tuple(_peer(n, "argue for an answer and answer the others' arguments") for n in names)
-    return MASSpec("llm_debate", roles, Topology.complete(names), "debate")
+def _declared(method: Method) -> Topology:
+    """The topology ``method`` declares for its config (:meth:`Method.structure`)."""
+    topology = method.structure()
+    if topology is None:
+        raise ConfigError(f"method '{method.name}' declares no structure to compile")
+    return topology
 
 
-def _mad(_config: Any) -> MASSpec:
+def _debate(method: Method) -> MASSpec:
+    topology = _declared(method)
+    description = "argue for an answer and answer the others' arguments"
+    roles = tuple(_peer(n, description) for n in topology.nodes)
+    return MASSpec("llm_debate", roles, topology, "debate")
+
+
+def _mad(method: Method) -> MASSpec:
+    affirmative, negative, moderator, judge = method.roles
     roles = (
-        _peer(mad.AFFIRMATIVE, "argue for an answer"),
-        _peer(mad.NEGATIVE, "argue against the affirmative side's answer"),
-        _peer(mad.MODERATOR, "judge each round's arguments"),
-        _peer(mad.JUDGE, "decide between the sides' answers"),
+        _peer(affirmative, "argue for an answer"),
+        _peer(negative, "argue against the affirmative side's answer"),
+        _peer(moderator, "judge each round's arguments"),
+        _peer(judge, "decide between the sides' answers"),
     )
-    topology = Topology(name="mad")
-    for u, v in ((mad.AFFIRMATIVE, mad.NEGATIVE), (mad.NEGATIVE, mad.AFFIRMATIVE)):
-        topology.add_edge(u, v)
-        topology.add_edge(u, mad.MODERATOR)
-    topology.add_edge(mad.MODERATOR, mad.JUDGE)
-    return MASSpec("mad", roles, topology, "debate")
+    return MASSpec("mad", roles, _declared(method), "debate")
 
 
-def _exchange_of_thought(config: Any) -> MASSpec:
-    roles = tuple(_peer(n, "answer, then revise against the others' answers") for n in PERSONAS)
-    return MASSpec(
-        "exchange_of_thought", roles, paradigm_topology(config.paradigm, list(PERSONAS)), "debate"
-    )
+def _exchange_of_thought(method: Method) -> MASSpec:
+    description = "answer, then revise against the others' answers"
+    roles = tuple(_peer(n, description) for n in method.roles)
+    return MASSpec("exchange_of_thought", roles, _declared(method), "debate")
 
 
 def _samplers(name: str, sampler: str, count: int, judge: str | None) -> MASSpec:
@@ -327,36 +329,37 @@ def _samplers(name: str, sampler: str, count: int, judge: str | None) -> MASSpec
     return MASSpec(name, roles, Topology.layered([names, [judge]]), "independent")
 
 
-def _self_consistency(config: Any) -> MASSpec:
-    judge = "aggregator" if config.aggregate == "llm" else None
-    return _samplers("self_consistency", "sample", config.k, judge)
+def _self_consistency(method: Any) -> MASSpec:
+    judge = "aggregator" if method.config.aggregate == "llm" else None
+    return _samplers("self_consistency", "sample", method.config.k, judge)
 
 
-def _mixture_of_agents(config: Any) -> MASSpec:
-    return _samplers("mixture_of_agents", "proposer", config.proposers, "aggregator")
+def _mixture_of_agents(method: Any) -> MASSpec:
+    return _samplers("mixture_of_agents", "proposer", method.config.proposers, "aggregator")
 
 
-def _mav(config: Any) -> MASSpec:
-    return _samplers("mav", "generator", config.n, "verifier")
+def _mav(method: Any) -> MASSpec:
+    return _samplers("mav", "generator", method.config.n, "verifier")
 
 
-def _self_refine(config: Any) -> MASSpec:
+def _self_refine(method: Any) -> MASSpec:
+    generator, critic, refiner = method.roles
     roles = (
         Role(
-            self_refine.GENERATOR,
+            generator,
             "draft",
             "write a first complete answer",
             "Answer the question, reasoning step by step.",
         ),
         Role(
-            self_refine.CRITIC,
+            critic,
             "critique",
             "find what is wrong or missing in the current answer",
             "Check every step and the result of the latest answer; list each concrete problem, "
             "or say that there is none.",
         ),
         Role(
-            self_refine.REFINER,
+            refiner,
             "refine",
             "rewrite the answer so it fixes the problems found",
             "Write the whole improved answer, fixing every listed problem and keeping what was "
@@ -366,13 +369,14 @@ def _self_refine(config: Any) -> MASSpec:
     return MASSpec(
         "self_refine",
         roles,
-        self_refine.refine_topology(),
+        _declared(method),
         "refinement",
-        iterations=config.max_iterations,
+        iterations=method.config.max_iterations,
     )
 
 
-def _planner_executor(config: Any) -> MASSpec:
+def _planner_executor(method: Any) -> MASSpec:
+    config = method.config
     roles = (
         Role(
             "planner",
@@ -404,7 +408,8 @@ STRUCTURES: dict[str, Callable[[Any], MASSpec]] = {
     "self_consistency": _self_consistency,
     "self_refine": _self_refine,
 }
-"""Bundled method name -> its structure, built from the method's config."""
+"""Bundled method name -> its structure, built from the method (an instance, so its config);
+the graph is the one the method declares (:meth:`Method.structure`) where it declares one."""
 
 
 def structure_of(method: Method | str) -> MASSpec:
@@ -414,7 +419,7 @@ def structure_of(method: Method | str) -> MASSpec:
     if build is None:
         name, known = instance.name or type(instance).__name__, ", ".join(STRUCTURES)
         raise ConfigError(f"no known structure to compile for method '{name}'; known: {known}")
-    return build(instance.config)
+    return build(instance)
 
 
 # -- built-in systems (the paper's table) ----------------------------------------------------
@@ -476,10 +481,8 @@ def _writer_critic() -> MASSpec:
             "is.",
         ),
     )
-    topology = Topology(name="writer_critic")
-    for u, v in (("coder", "critic"), ("coder", "refiner"), ("critic", "refiner")):
-        topology.add_edge(u, v)
-    topology.add_edge("refiner", "critic")
+    forward = [("coder", "critic"), ("coder", "refiner"), ("critic", "refiner")]
+    topology = Topology.from_edges([*forward, ("refiner", "critic")], name="writer_critic")
     return MASSpec("writer_critic", roles, topology, "refinement")
 
 
@@ -674,29 +677,35 @@ def skill_system_prompt(skill: Skill) -> str:
 
 
 def choice_prompt(task: Task, kind: str, options: Mapping[str, str]) -> str:
-    """Ask the router for one of ``options`` (name -> description), as JSON."""
+    """Ask the router for one of ``options`` (name -> description)."""
     listed = "\n".join(f"- {name}: {description}" for name, description in options.items())
     return (
         f"Choose the one {kind} best suited to the task below.\n\n{kind.capitalize()}s:\n"
-        f"{listed}\n\nTask:\n{task.prompt()}\n\nDo not solve the task. Reply with a JSON object "
-        f'with one key, "choice": the name of the {kind}, exactly as listed.'
+        f"{listed}\n\nTask:\n{task.prompt()}\n\nDo not solve the task."
     )
 
 
 # -- reading replies ---------------------------------------------------------------------------
 
 
-class Choice(BaseModel):
-    """The router's JSON reply."""
+class Choice(Reply):
+    """The router's JSON reply: the name it chooses."""
 
     choice: Text
+
+    @classmethod
+    def among(cls, names: list[str]) -> type[Choice]:
+        """The reply choosing one of ``names``: its schema and shape list them; it is read as
+        leniently as :class:`Choice` (:func:`read_choice` matches the name)."""
+        listed = WithJsonSchema({"type": "string", "enum": names})
+        return create_model(cls.__name__, __base__=cls, choice=(Annotated[Text, listed], ...))
 
 
 def read_choice(reply: str, names: list[str]) -> str | None:
     """The name ``reply`` chooses among ``names``: JSON, else a bare name, else the one name
     it mentions; None when it chooses none, or mentions several."""
     by_key = {name.lower(): name for name in names}
-    parsed = parse_model(reply, Choice)
+    parsed = Choice.parse(reply)
     if parsed is not None and parsed.choice.lower() in by_key:
         return by_key[parsed.choice.lower()]
     bare = reply.strip().strip("`'\"*.").lower()
@@ -768,6 +777,10 @@ class SkillsAgent(Method):
         if cfg.routing == "none":  # a system that cannot be compiled fails here, before any call
             self.compiled = compile(cfg.compile_from or SYSTEMS[cfg.system or "pipeline"]())
 
+    def structure(self) -> Topology | None:
+        """Routing: the router hands the chosen skill to the agent; compiled: one agent."""
+        return None if self.compiled is not None else Topology.chain([ROUTER, AGENT])
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         if self.compiled is not None:
             return await self._compiled(task, ctx, self.compiled)
@@ -791,20 +804,20 @@ class SkillsAgent(Method):
 
     async def _routed(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        ctx.topology = Topology.chain([ROUTER, AGENT])
+        ctx.topology = self.structure()
         router = ctx.agent(ROUTER)
         chosen: list[str] = []  # the choices so far, one per selection call (its round)
         fallbacks: list[str] = []
 
         async def choose(kind: str, options: dict[str, str]) -> str:
             names = list(options)
-            schema = object_schema(choice={"type": "string", "enum": names})
-            said = await router.reply(
+            said, _ = await ask(
+                router,
                 choice_prompt(task, kind, options),
+                Choice.among(names),
                 round=len(chosen),
                 kind="selection",
                 remember=False,
-                **json_params(router.model, "choice", schema),
             )
             choice = read_choice(said.content, names)
             if choice is None:

@@ -77,9 +77,7 @@ def main() -> None:
     for row in rows:
         row["ratio"] = row["seconds"] / rows[0]["seconds"]
     print_table(rows, COLUMNS)
-    write_json(
-        args.json, {"machine": info, "concurrency": args.concurrency, "scorings": rows}
-    )
+    write_json(args.json, {"machine": info, "concurrency": args.concurrency, "scorings": rows})
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path
 from benchkit import arguments, print_machine, print_table, write_json
 
 from maslab.bench.evaluation import Score
-from maslab.store.run_store import Manifest, ResultRecord, RunStore
+from maslab.store.run_store import Manifest, ResultRecord, RunStore, Trace
 
 AGENTS, ROUNDS = 3, 2
 WORDS = ("the", "answer", "follows", "from", "adding", "both", "amounts", "and", "then",
@@ -54,7 +54,7 @@ def _text(seed: int, words: int) -> str:
     return " ".join(WORDS[(seed + i * 7) % len(WORDS)] for i in range(words))
 
 
-def _trace(task: str, i: int) -> dict[str, object]:
+def _trace(task: str, i: int) -> Trace:
     """A debate's trace: each agent answers each round, seeing the earlier rounds' answers."""
     question = f"Question {i}: " + _text(i, 60)
     messages, calls = [], []
@@ -72,8 +72,9 @@ def _trace(task: str, i: int) -> dict[str, object]:
             })  # fmt: skip
             messages.append({"sender": f"agent{agent}", "content": reply, "round": round_,
                              "kind": "message", "recipients": []})  # fmt: skip
-    return {"task_id": task, "repeat": 0, "prompt": question, "calls": calls,
+    line = {"task_id": task, "repeat": 0, "prompt": question, "calls": calls,
             "messages": messages, "topology": None}  # fmt: skip
+    return Trace.model_validate(line)
 
 
 def _record(task: str, i: int, status: str) -> ResultRecord:

@@ -17,7 +17,7 @@ import orjson
 from maslab.cli import main
 from maslab.core.context import Context
 from maslab.core.task import Task
-from maslab.llm.registry import ModelPool
+from maslab.llm.pool import ModelPool
 from maslab.llm.scripted import ScriptedModel
 from maslab.llm.types import ChatRequest
 

@@ -108,8 +108,8 @@ def test_judge_calls_are_scoring_calls_of_the_sample(tmp_path):
         assert served(server) == recorded(out)
     results = RunStore(out).results()
     assert all(r.scoring_usage["calls"] == 2 and r.usage["calls"] == 5 for r in results)
-    calls = [c for t in RunStore(out).traces() for c in t["calls"]]
-    assert sum(c["purpose"] == "scoring" and c["agent"] == "judge" for c in calls) == 6
+    calls = [c for t in RunStore(out).traces() for c in t.calls]
+    assert sum(c.purpose == "scoring" and c.agent == "judge" for c in calls) == 6
 
 
 def test_a_reply_without_usage_gets_a_marked_estimate(tmp_path):
@@ -175,4 +175,4 @@ def test_manifest_keeps_benchmark_options(tmp_path):
     with FakeOpenAIServer(lambda r: "The answer is 3.") as server:
         assert run(server, tmp_path / "r", "cot", "--bench-option", "difficulty=5") == 0
     manifest = orjson.loads((tmp_path / "r" / "manifest.json").read_bytes())
-    assert manifest["benchmark_options"] == {"difficulty": 5}
+    assert manifest["benchmark_options"] == {"difficulty": 5, "size": 200, "seed": 0}

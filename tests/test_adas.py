@@ -24,6 +24,7 @@ from maslab.methods.adas import (
     SEEDS,
     UNREADABLE,
     ArchivedAgent,
+    Design,
     code_problem,
     meta_system,
     run_agent,
@@ -149,7 +150,8 @@ async def test_search_grows_the_archive_debugs_crashes_and_scores_fitness():
     meta_calls = [c.request for c in model.calls if is_meta(c.request)]
     assert len(meta_calls) == 2 * (1 + 1 + 1)  # per generation: proposal, reflection, 1 debug
     prompts = [last_user_message(r) for r in meta_calls]
-    assert prompts[1] == prompts[4] == REFLECTION_PROMPT
+    assert prompts[1] == prompts[4] == f"{REFLECTION_PROMPT}\n\n{Design.instructions()}"
+    assert all(p.endswith(f"\n\n{Design.instructions()}") for p in prompts)
     assert "ValueError: boom" in prompts[2]  # the crash's error goes to the debug round
     assert UNREADABLE in prompts[5]
     assert "Agent 2: fixed (generation 1)" in prompts[3] and "Fitness: 100.0%" in prompts[3]
@@ -168,14 +170,14 @@ async def test_search_grows_the_archive_debugs_crashes_and_scores_fitness():
     assert [r.agent for r in solving.ledger.records] == ["agent/solver"]
 
     # the archive is the learned state, JSON and back
-    state = json.loads(json.dumps(method.learned_state()))
+    state = json.loads(json.dumps(method.dump_learned_state()))
     again = ADAS()
-    again.load_learned_state(state)
+    again.restore_learned_state(state, "state.json")
     assert again.archive == archive and again.best() == fixed
 
 
-def archive_of(*agents: ArchivedAgent) -> dict[str, object]:
-    return {"archive": [a.model_dump(mode="json") for a in agents]}
+def archive_of(*agents: ArchivedAgent) -> ADAS.LearnedState:
+    return ADAS.LearnedState(archive=list(agents))
 
 
 def agent(name: str, code: str, fitness: float | None, generation: int = 1) -> ArchivedAgent:

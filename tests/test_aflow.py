@@ -22,6 +22,7 @@ from maslab.methods import aflow
 from maslab.methods.aflow import (
     SEED_WORKFLOW,
     AFlow,
+    Proposal,
     Run,
     Workflow,
     candidates,
@@ -129,6 +130,7 @@ async def test_rounds_evaluations_and_the_parent_drawn_by_the_formula(executions
     assert "second" not in prompts[2]  # child 1's experience
     assert prompts[0].count("Expected: ") == 3  # 3 of the seed's 4 failures
     assert "Some tasks it got wrong:\n\nnone recorded" in prompts[1]  # child 1 failed none
+    assert all(p.endswith(f"changes already tried.\n\n{Proposal.instructions()}") for p in prompts)
     assert method.best.id == 1 and method.stopped == "rounds"
 
 
@@ -148,7 +150,7 @@ async def test_garbage_optimizer_replies_make_no_child_and_never_crash(execution
     assert len(executions) == len(TASKS)  # the seed's evaluation only
     assert [w.id for w in method.tree] == [0]
     assert optimizer_prompts(model)[-1].count("an unusable reply") == len(garbage) - 1
-    assert method.learned_state()["best"] == 0
+    assert method.dump_learned_state()["best"] == 0
 
 
 async def test_the_search_stops_early_when_the_best_stop_improving(executions):
@@ -172,7 +174,7 @@ async def test_a_budget_stop_ends_the_search_with_the_tree_so_far(monkeypatch):
     await method.optimize(TASKS, ctx)
     assert method.stopped == "budget"
     assert [(w.id, w.score) for w in method.tree] == [(0, 0.5)]
-    assert method.learned_state()["stopped"] == "budget"
+    assert method.dump_learned_state()["stopped"] == "budget"
 
 
 async def test_the_learned_state_round_trips(executions):
@@ -180,10 +182,10 @@ async def test_the_learned_state_round_trips(executions):
     method = AFlow(rounds=2, validation_rounds=1, early_stop=False)
     assert method.learned_state() is None
     await method.optimize(TASKS, Context(model))
-    state = json.loads(json.dumps(method.learned_state()))
+    state = json.loads(json.dumps(method.dump_learned_state()))
     again = AFlow()
-    again.load_learned_state(state)
-    assert again.learned_state() == state and again.best.code == good_code("1").strip()
+    again.restore_learned_state(state, "state.json")
+    assert again.dump_learned_state() == state and again.best.code == good_code("1").strip()
     assert state["workflows"][1] == {
         "id": 1, "parent": 0, "round": 1, "modification": "m1", "code": good_code("1").strip(),
         "score": 1.0,
@@ -224,7 +226,7 @@ async def test_solve_runs_the_best_workflow_in_the_sandbox():
         "    return await generate(task, instruction='BEST WORKFLOW')\n"
     )
     method = AFlow()
-    method.load_learned_state(
+    method.restore_learned_state(
         {
             "workflows": [
                 {"id": 0, "parent": None, "round": 0, "modification": "seed",
@@ -232,8 +234,10 @@ async def test_solve_runs_the_best_workflow_in_the_sandbox():
                 {"id": 1, "parent": 0, "round": 1, "modification": "m", "code": best,
                  "score": 0.9},
             ],
+            "best": 1,
             "stopped": "rounds",
-        }
+        },
+        "state.json",
     )  # fmt: skip
     outcome = await method.arun(TASKS[1], model)
     assert outcome.answer == "The answer: \\boxed{6}" and outcome.solution.metadata["workflow"] == 1
@@ -249,9 +253,10 @@ async def test_a_budget_stop_in_solve_answers_with_the_latest_reply():
         "    draft = await answer(task)\n    return await revise(task, draft, 'check it')\n"
     )
     method = AFlow()
-    method.load_learned_state(
+    method.restore_learned_state(
         {"workflows": [{"id": 0, "parent": None, "round": 0, "modification": "seed",
-                        "code": two_calls, "score": 1.0}], "stopped": "rounds"}
+                        "code": two_calls, "score": 1.0}], "best": 0, "stopped": "rounds"},
+        "state.json",
     )  # fmt: skip
     outcome = await method.arun(
         TASKS[0], ScriptedModel(["draft \\boxed{4}", "revised"]), budget=Budget(max_calls=1)

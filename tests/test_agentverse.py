@@ -20,9 +20,9 @@ from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.agentverse import (
     GENERIC_EXPERTS,
-    RECRUITS_SCHEMA,
-    VERDICT_SCHEMA,
     AgentVerse,
+    Recruits,
+    Verdict,
     read_experts,
     read_verdict,
 )
@@ -258,6 +258,9 @@ def test_verdicts_are_read_defensively():
     verdict, parsed = read_verdict("Correctness: 0\nResponse: recheck step 2.")
     assert not verdict.correct and verdict.advice.startswith("Correctness: 0") and not parsed
     assert read_verdict('{"advice": "no flag"}')[0].correct is False
+    # a reply that only repeats the shape it was shown is no pass
+    verdict, parsed = read_verdict(Verdict.instructions())
+    assert not verdict.correct and not parsed
 
 
 async def test_garbage_replies_never_crash_and_are_recorded():
@@ -282,9 +285,12 @@ async def test_the_schemas_are_sent_natively_where_supported(native):
     await run(model)
     formats = {agent_of(r): r.response_format for r in model.requests}
     assert formats["solver"] is None and formats["critic_1"] is None
+    prompts = {agent_of(r): last_user_message(r) for r in model.requests}
+    assert prompts["recruiter"].endswith(f"solution first.\n\n{Recruits.instructions()}")
+    assert prompts["evaluator"].endswith(f"final answer.\n\n{Verdict.instructions()}")
     if native:
-        assert formats["recruiter"]["json_schema"]["schema"] == RECRUITS_SCHEMA
-        assert formats["evaluator"]["json_schema"]["schema"] == VERDICT_SCHEMA
+        assert formats["recruiter"]["json_schema"]["schema"] == Recruits.json_schema()
+        assert formats["evaluator"]["json_schema"]["schema"] == Verdict.json_schema()
     else:
         assert formats["recruiter"] is None and formats["evaluator"] is None
 

@@ -246,7 +246,7 @@ CODE_REPLIES = {
         "print(1)",
     ),
     "a block in another language is never code": (
-        "```python\ndef f(x):\n    return x\n```\n```json\n{\"f\": 1}\n```\n```bash\nls\n```",
+        '```python\ndef f(x):\n    return x\n```\n```json\n{"f": 1}\n```\n```bash\nls\n```',
         None,
         "def f(x):\n    return x",
     ),
@@ -255,7 +255,7 @@ CODE_REPLIES = {
         None,
         "def f():\n    pass",
     ),
-    "only other languages: no code": ("```json\n{\"def \": 1}\n```", "f", None),
+    "only other languages: no code": ('```json\n{"def ": 1}\n```', "f", None),
 }
 
 

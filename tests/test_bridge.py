@@ -490,7 +490,7 @@ async def test_refused_and_failed_calls_of_every_program_are_in_the_samples_trac
         assert (run.calls, run.refused, run.failed) == (FAILED + 1, REFUSED, FAILED)
     line = trace("t1", 0, None, ctx)
     values = signals(ResultRecord(task_id="t1", status="ok"), line)
-    for counts in (line, values):
+    for counts in (line.line(), values):
         both = (counts["program_calls_refused"], counts["program_calls_failed"])
         assert both == (2 * REFUSED, 2 * FAILED)
     assert values["failed_calls"] == 2 * FAILED  # they reached the model: in the ledger too

@@ -9,7 +9,7 @@ from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.endpoints import Endpoint
-from maslab.llm.registry import ModelPool
+from maslab.llm.pool import ModelPool
 from maslab.llm.scripted import ScriptedModel
 from maslab.testing.fake_server import FakeOpenAIServer
 

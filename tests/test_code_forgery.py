@@ -146,9 +146,7 @@ ATTACKS = {
         "sys.settrace(tracer)\n"
     ),
     "check_redefined": (
-        "import builtins\n"
-        "def check(candidate):\n    pass\n"
-        "builtins.check = check\n"
+        "import builtins\ndef check(candidate):\n    pass\nbuiltins.check = check\n"
     ),
     "helper_redefined": "def poly(xs, x):\n    return 1.0\n",
     # leaving early with status 0, at once or during a test

@@ -85,9 +85,9 @@ def test_every_maze_is_solvable_within_bounds_and_split_into_two_covering_maps(o
         maze = maze_of(task)
         meta = task.metadata
         n = maze.size
-        assert len(maze.walls) == round(bench.wall_rate * n * n)
+        assert len(maze.walls) == round(bench.config.wall_rate * n * n)
         a = maze.distances(maze.start)[maze.goal]
-        assert bench.min_path <= a <= bench.max_path and meta["shortest_path"] == a
+        assert bench.config.min_path <= a <= bench.config.max_path and meta["shortest_path"] == a
         assert maze.walk(parse_route(task.gold)).reached and len(parse_route(task.gold)) == a
         full, one, two = cells(maze.render()), *map(cells, meta["maps"])
         hidden = [0, 0]

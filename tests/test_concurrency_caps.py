@@ -7,9 +7,10 @@ import pytest
 
 from maslab.cli import main
 from maslab.defaults import ENDPOINT_MAX_CONCURRENCY
+from maslab.llm.balancing import Balanced
 from maslab.llm.openai_compat import OpenAIHTTP
-from maslab.llm.pool import Balanced
-from maslab.llm.registry import ModelPool, load_model
+from maslab.llm.pool import ModelPool
+from maslab.llm.registry import load_model
 from maslab.llm.types import ChatModelBase, Middleware
 from maslab.store.run_store import RunStore
 from maslab.testing.fake_server import FakeOpenAIServer

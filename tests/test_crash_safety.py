@@ -95,6 +95,6 @@ def test_five_sigkills_then_resume_equal_an_uninterrupted_run(tmp_path):
     assert len(keys) == len(set(keys)) == TASKS * REPEATS  # exactly one record per sample
     assert all(r["status"] == "ok" for r in results)
     # a trace whose result a kill cut off stays in the file; the re-run's trace wins
-    traces = [(t["task_id"], t["repeat"]) for t in RunStore(out).traces()]
+    traces = [t.key for t in RunStore(out).traces()]
     assert sorted(traces) == sorted(keys)
     assert by_key(out) == by_key(reference)

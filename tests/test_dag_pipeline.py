@@ -10,14 +10,14 @@ import re
 import pytest
 from helpers import agent_of, method_runner
 
-from maslab.benchmarks.discrim_eval_open import PROBABILITY_INSTRUCTION, REPLY_SCHEMA
+from maslab.benchmarks.discrim_eval_open import PROBABILITY_INSTRUCTION, ScenarioReply
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.methods.dag_pipeline import ANSWER_SCHEMA, DAGPipeline
+from maslab.methods.dag_pipeline import DAGPipeline, NodeAnswer
 from maslab.methods.dag_pipeline.topologies import preset
 
 SCENARIO = Task(
@@ -155,8 +155,13 @@ async def test_a_generic_task_asks_for_reason_and_answer_and_answers_with_the_si
     model = ScriptedModel(answer_reply)
     solution, ctx = await run(model, MATH, topology="parallel")
     assert solution.answer == "Summarizer says \\boxed{42}"
-    assert all('"Answer", your final answer' in last_user_message(c.request) for c in model.calls)
+    shape = f"{MATH.prompt()}\n\n{NodeAnswer.instructions()}"
+    assert all(last_user_message(c.request).endswith(shape) for c in model.calls)
+    assert '"Answer": "<your final answer, in the form the task asks for>"' in shape
     assert all("choice_probabilities" not in m.metadata for m in ctx.transcript)
+    sink = next(m for m in ctx.transcript if m.sender == "Summarizer").metadata
+    assert sink["reply"] == {"Reason": "REASON-Summarizer", "Answer": solution.answer}
+    assert sink["parsed"] is True
     reason, _ = await run(ScriptedModel(answer_reply), MATH, answer_field="Reason")
     assert reason.answer == "REASON-Summarizer"
 
@@ -224,7 +229,9 @@ def test_model_roles_put_single_nodes_on_other_models(tmp_path):
 
 
 @pytest.mark.parametrize("native", [True, False])
-@pytest.mark.parametrize(("task", "schema"), [(SCENARIO, REPLY_SCHEMA), (MATH, ANSWER_SCHEMA)])
+@pytest.mark.parametrize(
+    ("task", "schema"), [(SCENARIO, ScenarioReply.json_schema()), (MATH, NodeAnswer.json_schema())]
+)
 async def test_the_reply_schema_is_sent_natively_where_supported(native, task, schema):
     respond = probability_reply if task is SCENARIO else answer_reply
     model = ScriptedModel(respond, native=["structured_output"] if native else [])

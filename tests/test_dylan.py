@@ -21,6 +21,8 @@ from maslab.llm.types import ChatRequest
 from maslab.methods.dylan import (
     DEFAULT_TEAM,
     DyLAN,
+    Ranking,
+    Update,
     edge_weights,
     read_ranking,
     read_update,
@@ -318,8 +320,14 @@ async def test_native_structured_output_is_asked_for_updates_and_rankings():
         if round_of(request) == 0:
             assert fmt is None
         else:
-            name = "dylan_ranking" if agent_of(request) == "ranker" else "dylan_update"
-            assert fmt["json_schema"]["name"] == name
+            reply, name, end = (
+                (Ranking, "dylan_ranking", "to be correct.")
+                if agent_of(request) == "ranker"
+                else (Update, "dylan_update", "well argued).")
+            )
+            schema = {"name": name, "schema": reply.json_schema(), "strict": True}
+            assert fmt["json_schema"] == schema
+            assert last_user_message(request).endswith(f"{end}\n\n{reply.instructions()}")
 
 
 async def test_a_budget_stop_returns_the_best_answer_so_far():

@@ -18,9 +18,9 @@ from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.evomac import (
     FIRST_SUBTASK,
     FIX_SUBTASK,
-    TEAM_SCHEMA,
     EvoMAC,
     Subtask,
+    TeamReply,
     merge_programs,
     read_team,
 )
@@ -336,10 +336,13 @@ async def test_the_team_schema_is_sent_natively_where_supported(native):
     organizer = [f for team_call, f in formats if team_call]
     assert len(organizer) == 2 and len(formats) == 6
     if native:
-        assert all(f["json_schema"]["schema"] == TEAM_SCHEMA for f in organizer)
+        assert all(f["json_schema"]["schema"] == TeamReply.json_schema() for f in organizer)
     else:
         assert organizer == [None, None]
     assert all(f is None for team_call, f in formats if not team_call)
+    shape = f"sub-tasks.\n\n{TeamReply.instructions()}"
+    team_prompts = [p for p in map(last_user_message, model.requests) if p.startswith("You lead")]
+    assert len(team_prompts) == 2 and all(p.endswith(shape) for p in team_prompts)
 
 
 @pytest.mark.system

@@ -49,9 +49,10 @@ def with_edges(edges: Sequence[Edge], **config: object) -> GPTSwarm:
     """A swarm whose learned logits keep exactly ``edges`` (p = 0.9, the others 0.1)."""
     method = GPTSwarm(**config)
     logits = [2.2 if edge in edges else -2.2 for edge in method.policy.edges]
-    policy = {**method.policy.to_json(), "logits": logits}
-    state = {"format": "gptswarm/1", "policy": policy, "accuracy": []}
-    method.load_learned_state(state)
+    policy = method.policy.state().model_copy(update={"logits": logits})
+    method.load_learned_state(
+        GPTSwarm.LearnedState(format="gptswarm/1", policy=policy, accuracy=[])
+    )
     return method
 
 
@@ -271,13 +272,13 @@ async def test_garbage_replies_never_crash_a_solve():
 def test_learned_state_round_trips_and_is_checked():
     method = with_edges([("agent_1", DECISION)], agents=3)
     method.accuracy = [0.25, 0.5]
-    state = method.learned_state()
-    assert state is not None and state["format"] == "gptswarm/1"
+    state = json.loads(json.dumps(method.dump_learned_state()))
+    assert state["format"] == "gptswarm/1"
     copy = GPTSwarm(agents=3)
-    copy.load_learned_state(json.loads(json.dumps(state)))
+    copy.restore_learned_state(state, "state.json")
     assert copy.optimized and copy.accuracy == [0.25, 0.5]
     assert copy.policy.logits.tolist() == method.policy.logits.tolist()
-    assert copy.learned_state() == state
+    assert copy.dump_learned_state() == state
     assert copy.policy.threshold() == [("agent_1", DECISION)]
     bad_states = [
         ({**state, "format": "gptswarm/0"}, "format: Input should be 'gptswarm/1'"),
@@ -339,7 +340,7 @@ def test_the_command_line_optimises_then_reloads_the_learned_state(tmp_path):
     state = json.loads((out / "learned_state.json").read_text())["state"]
     assert state["format"] == "gptswarm/1" and len(state["accuracy"]) == 2
     learned = GPTSwarm()
-    learned.load_learned_state(state)
+    learned.restore_learned_state(state, "learned_state.json")
     edges, _ = learned.with_decision_input(learned.policy.threshold())
     kept = [list(e) for e in learned.kept_graph(edges).edges]
     results = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]

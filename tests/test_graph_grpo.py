@@ -248,22 +248,22 @@ async def test_the_learned_state_round_trips(adversary):
     tasks = arith_dev(2)
     method = GraphGRPO(rounds=1, group_size=6)
     await method.optimize(tasks, Context(ScriptedModel(honest(tasks)), model_roles=adversary))
-    state = json.loads(json.dumps(method.learned_state()))
+    state = json.loads(json.dumps(method.dump_learned_state()))
     assert state["format"] == "graph-grpo/1" and state["groups"] == method.groups
     again = GraphGRPO(rounds=1, group_size=6)
-    again.load_learned_state(state)
+    again.restore_learned_state(state, "state.json")
     x = query_features(tasks[0])
     assert again.policy.probabilities(x).tolist() == method.policy.probabilities(x).tolist()
     assert np.array_equal(again.policy.weights, method.policy.weights)
-    assert again.learned_state() == state
+    assert again.dump_learned_state() == state
     with pytest.raises(ConfigError, match="format: Input should be 'graph-grpo/1'"):
         again.restore_learned_state({**state, "format": "graph-grpo/0"}, "state.json")
     with pytest.raises(ConfigError, match=r"policy\.nodes: Field required"):
         again.restore_learned_state({**state, "policy": {"edges": []}}, "state.json")
-    with pytest.raises(ConfigError, match="malformed edge policy"):
-        short = {**state["policy"], "logits": []}  # fits the schema, not its edges
+    with pytest.raises(ConfigError, match="policy: 6 edges need as many logits, got 0"):
+        short = {**state["policy"], "logits": []}  # the right types, not for its edges
         again.restore_learned_state({**state, "policy": short}, "state.json")
-    with pytest.raises(ConfigError, match="other agents or features"):
+    with pytest.raises(ConfigError, match="does not fit this config: trained for other agents"):
         GraphGRPO(agent_roles=("Critic", "Inspector")).restore_learned_state(state, "state.json")
 
 

@@ -1,6 +1,8 @@
-"""A learned state is checked against the schema its method declares (``Method.LearnedState``)
-when it is loaded: one that does not fit, ``learned_state.json`` tampered with or damaged, is a
-one-line error naming the file, never a traceback nor a run without what was learned."""
+"""A learned state is declared by its method as a schema (``Method.LearnedState``) and turned
+to and from JSON by the base class alone: a saved state that does not fit the schema
+(``learned_state.json`` tampered with or damaged), or that the method rejects (learned for
+another config), is a one-line error naming the file, never a traceback nor a run without what
+was learned; every method's errors are worded alike."""
 
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
 from maslab.core.context import Context
-from maslab.core.method import Method, get_method
+from maslab.core.method import Method, MethodState, get_method, list_methods
 from maslab.errors import ConfigError
 from maslab.llm.types import ChatRequest
 from maslab.methods.adas import ArchivedAgent, seed_agent
@@ -26,6 +29,9 @@ from maslab.testing import ScriptedModel
 
 TASKS = get_benchmark("arith")().load("dev")[:2]
 SOURCE = "run/learned_state.json"
+RELEARN = "; delete it to optimise again"
+SAVED_BEFORE = Path(__file__).parent / "fixtures" / "learned_states.json"
+"""Each method's state as maslab wrote it before states were typed (its hand-written dicts)."""
 
 OPTIMISED: dict[str, dict[str, Any]] = {  # small configs whose optimize runs offline
     "gptswarm": {"agents": 3, "iterations": 2, "batch_size": 2},
@@ -80,7 +86,7 @@ async def learned(name: str, config: Mapping[str, Any]) -> Method:
 
 def json_state(method: Method) -> dict[str, Any]:
     """The method's learned state as it comes back from ``learned_state.json``."""
-    state = method.learned_state()
+    state = method.dump_learned_state()
     assert state is not None
     return json.loads(json.dumps(state))
 
@@ -93,11 +99,23 @@ LEARNERS = [(name, OPTIMISED.get(name, {})) for name in NUMBER_AT] + [
 @pytest.mark.parametrize(("name", "config"), LEARNERS, ids=[*NUMBER_AT, "goagent-llm-selector"])
 async def test_its_own_learned_state_fits_its_schema_and_loads(name, config):
     method = await learned(name, config)
-    assert type(method).LearnedState is not None
+    schema = type(method).LearnedState
+    assert schema is not None and isinstance(method.learned_state(), schema)
     state = json_state(method)
     again = get_method(name)(**config)
+    assert again.learned_state() is None
     again.restore_learned_state(state, SOURCE)
-    assert again.learned_state() == state
+    assert isinstance(again.learned_state(), schema)
+    assert again.learned_state() == method.learned_state()
+    assert again.dump_learned_state() == state
+
+
+@pytest.mark.parametrize("name", NUMBER_AT)
+def test_a_state_saved_before_states_were_typed_still_loads(name):
+    saved = json.loads(SAVED_BEFORE.read_text())[name]
+    method = get_method(name)(**OPTIMISED.get(name, {}))
+    method.restore_learned_state(saved, SOURCE)
+    assert method.dump_learned_state() == saved
 
 
 def put(state: Any, path: tuple[str | int, ...], value: Any) -> Any:
@@ -136,8 +154,75 @@ async def test_a_tampered_learned_state_is_a_one_line_error(name, tampering):
         fresh.restore_learned_state(state, SOURCE)
     message = str(error.value)
     assert message.startswith(f"{SOURCE}: invalid {name} learned state: ")
-    assert message.endswith("; delete it to optimise again") and "\n" not in message
+    assert message.endswith(RELEARN) and "\n" not in message
     assert fresh.learned_state() is None  # nothing was loaded
+
+
+REJECTIONS: dict[str, tuple[dict[str, Any], str]] = {  # a config the state was not learned for
+    "gptswarm": ({"agents": 4}, "its edges are not those of 4 agents"),
+    "graph_grpo": (
+        {"agent_roles": ("Math Solver", "Inspector", "Critic")},
+        "trained for other agents or features (edges [('agent_1', 'agent_2')]) than this "
+        "config's 3 agents",
+    ),
+    "maas": ({"layers": 3}, "its layers or operators differ from this config's"),
+    "dylan": (
+        {"pool": ["Programmer", "Doctor"], "team_size": 1},
+        "its team has roles not in this config's pool: ['Economist']",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REJECTIONS)
+async def test_a_state_learned_for_another_config_is_a_one_line_error(name):
+    state = json_state(await learned(name, OPTIMISED[name]))
+    other, reason = REJECTIONS[name]
+    fresh = get_method(name)(**other)
+    with pytest.raises(ConfigError) as error:
+        fresh.restore_learned_state(state, SOURCE)
+    assert str(error.value) == (
+        f"{SOURCE}: {name} learned state does not fit this config: {reason}{RELEARN}"
+    )
+    assert fresh.learned_state() is None  # nothing was loaded
+
+
+SHAPES: dict[str, tuple[tuple[str | int, ...], Callable[[Any], Any], str]] = {
+    "gptswarm": (("policy", "logits"), lambda v: v[:1], r"policy: \d+ edges need as many logits"),
+    "graph_grpo": (("policy", "weights"), lambda v: v * 2, r"policy: weights must hold a row of"),
+    "maas": (("controller", "logits"), lambda v: v[:1], r"controller: logits must hold a row"),
+    "goagent": (
+        ("domains", "math word problems", "choices", "options"),
+        lambda v: v[::-1],
+        r"domains\.math word problems: its choices are not over its pool's groups",
+    ),
+}
+"""Where a state holds a policy, how to change it, and what the state model's checks say."""
+
+
+@pytest.mark.parametrize("name", SHAPES)
+async def test_a_policy_of_the_wrong_shape_is_a_one_line_error(name):
+    path, change, problem = SHAPES[name]
+    state = json_state(await learned(name, OPTIMISED[name]))
+    node = state
+    for key in path:
+        node = node[key]
+    state = put(state, path, change(node))
+    with pytest.raises(ConfigError, match=f"^{SOURCE}: invalid {name} learned state: {problem}"):
+        get_method(name)(**OPTIMISED[name]).restore_learned_state(state, SOURCE)
+
+
+BASE_ONLY = ("dump_learned_state", "check_learned_state", "restore_learned_state")
+
+
+def test_no_method_serialises_its_own_learned_state():
+    for name in list_methods():
+        method = get_method(name)
+        for attribute in BASE_ONLY:
+            owner = next(c for c in method.__mro__ if attribute in vars(c))
+            assert owner is Method, f"{name} overrides {attribute}"
+        schema = method.LearnedState  # what a bundled method learns, it declares
+        assert (schema is not None) == method.learns(), name
+        assert schema is None or issubclass(schema, MethodState)
 
 
 @pytest.mark.parametrize(
@@ -164,37 +249,93 @@ async def test_an_aflow_tree_grows_from_its_seed_and_names_its_best():
             get_method("aflow")().restore_learned_state(bad, SOURCE)
 
 
-async def test_a_state_that_does_not_fit_the_config_names_the_file():
-    state = json_state(await learned("dylan", OPTIMISED["dylan"]))
-    with pytest.raises(ConfigError) as error:
-        get_method("dylan")(pool=["Programmer"], team_size=1).restore_learned_state(state, SOURCE)
-    assert str(error.value) == (
-        f"{SOURCE}: dylan learned state: expected a team of pool roles; delete it to optimise again"
-    )
+class Counted(MethodState):
+    seen: int
 
 
-class Unchecked(Method):
-    """A learning method that declares no schema: its state loads as it is."""
+class Counter(Method):
+    """A method that learns how many tasks it saw; ``refusal`` is how it rejects a state."""
 
-    name = "unchecked"
+    name = "counter"
+    LearnedState = Counted
 
-    def __init__(self) -> None:
+    def __init__(self, refusal: Exception | None = None, learned: Any = None) -> None:
         super().__init__()
-        self.loaded: list[Any] = []
+        self.refusal, self.learned = refusal, learned
+
+    async def optimize(self, tasks: Any, ctx: Context) -> None:
+        self.learned = Counted(seen=len(tasks))
+
+    def learned_state(self) -> Any:
+        return self.learned
+
+    def load_learned_state(self, state: Counted) -> None:
+        if self.refusal is not None:
+            raise self.refusal
+        self.learned = state
+
+
+async def test_the_base_class_saves_and_loads_the_declared_state():
+    method = Counter()
+    await method.optimize(TASKS, Context(ScriptedModel([])))
+    assert method.dump_learned_state() == {"seen": 2}
+    again = Counter()
+    again.restore_learned_state({"seen": 2}, SOURCE)
+    assert again.learned_state() == Counted(seen=2)
+
+
+def invalid(data: Any) -> ValidationError:
+    """The error of validating ``data`` as a :class:`Counted` (a rejection by a nested check)."""
+    with pytest.raises(ValidationError) as error:
+        Counted.model_validate(data)
+    return error.value
+
+
+def test_a_learned_state_other_than_the_declared_one_is_not_saved():
+    with pytest.raises(TypeError, match=r"Counter\.learned_state\(\) returned a dict, not its"):
+        Counter(learned={"seen": 2}).dump_learned_state()
+
+
+@pytest.mark.parametrize(
+    ("refusal", "reason"),
+    [
+        (ValueError("trained on 4 tasks,\nthis run has 3"), "trained on 4 tasks, this run has 3"),
+        (ConfigError("wrong size"), "wrong size"),
+        (
+            invalid({"seen": "many"}),
+            "seen: Input should be a valid integer, unable to parse string as an integer",
+        ),
+    ],
+    ids=["ValueError", "ConfigError", "ValidationError"],
+)
+def test_every_rejection_a_method_raises_is_worded_by_the_base_class(refusal, reason):
+    with pytest.raises(ConfigError) as error:
+        Counter(refusal).restore_learned_state({"seen": 2}, SOURCE)
+    message = str(error.value)
+    assert message.startswith(f"{SOURCE}: counter learned state does not fit this config: ")
+    assert message.endswith(f"{reason}{RELEARN}") and "\n" not in message
+
+
+class Unlearned(Method):
+    """A method that declares no learned state: it learns nothing it could save."""
+
+    name = "unlearned"
 
     async def optimize(self, tasks: Any, ctx: Context) -> None:
         """Learns nothing: it only has to be a method that learns."""
 
-    def load_learned_state(self, state: Any) -> None:
-        self.loaded.append(state)
 
-
-def test_a_method_without_a_schema_loads_its_state_unchecked():
-    method = Unchecked()
+def test_a_method_without_a_schema_learns_nothing_to_save():
+    method = Unlearned()
     assert method.learns() and method.LearnedState is None
+    assert method.learned_state() is None and method.dump_learned_state() is None
     method.restore_learned_state(None, SOURCE)  # nothing learned: nothing to load
-    method.restore_learned_state(["any", "thing"], SOURCE)
-    assert method.loaded == [["any", "thing"]]
+    with pytest.raises(ConfigError) as error:
+        method.restore_learned_state(["any", "thing"], SOURCE)
+    assert str(error.value) == (
+        f"{SOURCE}: invalid unlearned learned state: expected null (the method learns nothing)"
+        f"{RELEARN}"
+    )
 
 
 def test_an_empty_optimisation_split_is_refused(tmp_path, monkeypatch):

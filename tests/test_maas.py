@@ -290,7 +290,9 @@ async def test_optimize_rewards_are_score_minus_lambda_calls():
     assert method.rewards == [[0.25] * 3 + [-0.75] * 3] * 2  # 1 − 0.25·3 and 0 − 0.25·3
     assert len(model.calls) == 2 * 2 * 3 * 3
     np.testing.assert_array_equal(method.policy.logits, before)  # flat groups: no update
-    assert method.learned_state()["mean_reward"] == [-0.25, -0.25]
+    assert method.learned_state() == MaAS.LearnedState(
+        controller=method.policy.state(), mean_reward=[-0.25, -0.25]
+    )
 
 
 TASKS = [
@@ -324,10 +326,10 @@ async def test_optimisation_lowers_a_wrong_or_expensive_operator(
     assert method.policy.probabilities(0, features)[operators.index(loser)] == 0.5
     await method.optimize(TASKS, Context(ScriptedModel(script), seed=3))
     assert method.policy.probabilities(0, features)[operators.index(loser)] < 0.2
-    means = method.learned_state()["mean_reward"]
-    assert means[-1] > means[0]
+    state = method.learned_state()
+    assert state is not None and state.mean_reward[-1] > state.mean_reward[0]
     learned = MaAS(layers=1, operators=operators, controller="greedy")
-    learned.load_learned_state(method.learned_state())
+    learned.load_learned_state(state)
     solution = await learned.solve(TASKS[0], Context(ScriptedModel(script)))
     assert solution.metadata["architecture"] == [[op for op in operators if op != loser]]
 
@@ -337,17 +339,16 @@ async def test_the_learned_state_round_trips():
     await method.arun(TASK, ScriptedModel(named()))  # solving learns nothing
     assert method.learned_state() is None
     await method.optimize([TASK], Context(ScriptedModel(named({"cot": 1})), seed=5))
-    state = json.loads(json.dumps(method.learned_state()))
+    state = json.loads(json.dumps(method.dump_learned_state()))
     again = MaAS(layers=2)
-    again.load_learned_state(state)
+    again.restore_learned_state(state, "state.json")
     np.testing.assert_array_equal(again.policy.logits, method.policy.logits)
     np.testing.assert_array_equal(again.policy.weights, method.policy.weights)
-    assert again.learned_state() == state
-    with pytest.raises(ConfigError, match="differ"):
-        MaAS(layers=3).load_learned_state(state)
-    with pytest.raises(ConfigError, match="differ"):
-        MaAS(layers=2, operators=["cot", "io"]).load_learned_state(state)
-    with pytest.raises(ConfigError, match=r"invalid maas learned state: controller\.options"):
+    assert again.dump_learned_state() == state
+    for other in (MaAS(layers=3), MaAS(layers=2, operators=["cot", "io"])):
+        with pytest.raises(ConfigError, match=r"does not fit this config: .* differ"):
+            other.restore_learned_state(state, "state.json")
+    with pytest.raises(ConfigError, match=r"invalid maas learned state: controller\.slots"):
         MaAS(layers=2).restore_learned_state({"controller": {"slots": []}}, "state.json")
 
 

@@ -15,13 +15,13 @@ from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
+from maslab.llm.pool import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.mapcoder import (
-    CONFIDENCE_SCHEMA,
-    RECALL_SCHEMA,
+    Confidence,
     MapCoder,
+    Recall,
     read_confidence,
     read_recall,
     read_score,
@@ -281,12 +281,19 @@ async def test_the_recall_and_confidence_schemas_are_sent_natively_where_support
         (kind_of(last_user_message(r)), (r.response_format or {}).get("json_schema"))
         for r in model.requests
     ]
+    for request in model.requests:
+        prompt, kind = last_user_message(request), kind_of(last_user_message(request))
+        if kind in ("recall", "confidence"):
+            reply = Recall if kind == "recall" else Confidence
+            assert prompt.endswith(f".\n\n{reply.instructions()}")
+        else:
+            assert "JSON" not in prompt
     for kind, schema in formats:
         if not native or kind in ("plan", "code", "debug"):
             assert schema is None
         else:
-            expected = RECALL_SCHEMA if kind == "recall" else CONFIDENCE_SCHEMA
-            assert schema is not None and schema["schema"] == expected
+            expected = Recall if kind == "recall" else Confidence
+            assert schema is not None and schema["schema"] == expected.json_schema()
 
 
 @pytest.mark.system

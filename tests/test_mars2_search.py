@@ -17,7 +17,7 @@ from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool
+from maslab.llm.pool import ModelPool
 from maslab.llm.scripted import ScriptedModel
 from maslab.llm.types import ChatRequest
 from maslab.methods.mars2_search import ROOT, Mars2Search, generate_prompt

@@ -17,7 +17,7 @@ from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.errors import ConfigError
 from maslab.llm.cache import Cached, ResponseCache
-from maslab.llm.registry import ModelPool
+from maslab.llm.pool import ModelPool
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.cot import cot_prompt

@@ -20,17 +20,18 @@ from maslab.llm.types import ChatRequest
 from maslab.methods.cot import cot_prompt
 from maslab.methods.mav import (
     APPROVAL_PROMPT,
-    APPROVAL_SCHEMA,
     ASPECTS,
     MASLAB_ASPECTS,
-    VERDICT_SCHEMA,
+    Approval,
     MultiAgentVerification,
+    Verdict,
     critique_prompt,
     read_verdict,
     verify_prompt,
 )
 
 _CANDIDATE = re.compile(r"Proposed solution:\ncand-(\d+):")
+APPROVAL_ASK = f"{APPROVAL_PROMPT}\n\n{Approval.instructions()}"
 
 
 def index_of(name: str) -> int:
@@ -111,7 +112,8 @@ async def test_each_verifier_sees_the_question_and_one_candidate_only():
         j = index_of(record.agent)
         (i,) = map(int, _CANDIDATE.findall(prompt))
         candidate = f"cand-{i}: The answer is 42."
-        assert prompt == verify_prompt(TASK, candidate, aspects[j - 1])
+        asked = verify_prompt(TASK, candidate, aspects[j - 1])
+        assert prompt == f"{asked}\n\n{Verdict.instructions()}"
         assert ASPECTS[aspects[j - 1]] in prompt
         assert all(ASPECTS[a] not in prompt for a in aspects if a != aspects[j - 1])
         assert prompt.count("cand-") == 1 and "VERDICT-NOTE" not in prompt  # no other verdicts
@@ -160,6 +162,9 @@ def test_verdicts_are_read_from_json_or_an_approve_line_else_none():
     assert read_verdict('"approve" = FALSE') is False
     assert read_verdict("Looks good to me!") is None
     assert read_verdict('{"reasoning": "x", "approve": "maybe"}') is None
+    # a reply that only repeats the shape it was shown is no verdict
+    assert read_verdict(Verdict.instructions()) is None
+    assert read_verdict(Approval.instructions()) is None
 
 
 async def test_an_unreadable_verdict_counts_as_a_reject_and_is_recorded():
@@ -188,7 +193,7 @@ async def test_the_verdict_schema_is_sent_natively_where_supported(native):
         if agent_of(request).startswith("generator") or not native:
             assert request.response_format is None
         else:
-            assert request.response_format["json_schema"]["schema"] == VERDICT_SCHEMA
+            assert request.response_format["json_schema"]["schema"] == Verdict.json_schema()
 
 
 async def test_prompts_and_choice_do_not_depend_on_completion_order():
@@ -249,7 +254,7 @@ def maslab_script(approve=lambda i, aspect: True):
             return f"cand-{index_of(agent)}: The answer is 42."
         (i,) = map(int, _CANDIDATE.findall(request.messages[0]["content"]))
         (aspect,) = [a for a, text in ASPECTS.items() if text in request.messages[0]["content"]]
-        if last_user_message(request) == APPROVAL_PROMPT:
+        if last_user_message(request) == APPROVAL_ASK:
             return json.dumps({"approve": approve(i, aspect)})
         return f"CRITIQUE of cand-{i} on {aspect}"
 
@@ -292,7 +297,7 @@ async def test_the_maslab_preset_critiques_then_approves_at_temperature_0_in_10_
             "role": "assistant",
             "content": f"CRITIQUE of cand-{i} on {aspects[j - 1]}",
         }
-        assert ask == {"role": "user", "content": APPROVAL_PROMPT}
+        assert ask == {"role": "user", "content": APPROVAL_ASK}
     assert {r.temperature for r in verifications} == {0.0}
     assert {r.temperature for r in model.requests if r not in verifications} == {0.7}
     assert solution.metadata["approvals"] == [0, 2] and solution.answer.startswith("cand-2:")
@@ -304,8 +309,8 @@ async def test_the_approval_schema_is_sent_natively_where_supported(native):
     model = ScriptedModel(maslab_script(), native=["structured_output"] if native else [])
     await run(model, preset="maslab")
     for request in model.requests:
-        if native and request.messages[-1]["content"] == APPROVAL_PROMPT:
-            assert request.response_format["json_schema"]["schema"] == APPROVAL_SCHEMA
+        if native and request.messages[-1]["content"] == APPROVAL_ASK:
+            assert request.response_format["json_schema"]["schema"] == Approval.json_schema()
         else:
             assert request.response_format is None
 

@@ -270,6 +270,23 @@ async def test_a_null_final_answer_is_no_answer_and_gets_the_corrective_retry(no
     assert [t["action"] for t in solution.metadata["trace"]] == [None, "final_answer"]
 
 
+async def test_every_action_prompt_ends_with_the_actions_shape_and_the_forced_one_does_not():
+    team = Team(planner=["junk", action("analyst", task="x"), "junk", "42"], analyst=["r"])
+    ctx = Context(team.model)
+    await get_method("conductor")(planner_steps=3).solve(TASK, ctx)
+    shape = (
+        'Reply with a JSON object only: {"thought": "<what you know and what to do next>", '
+        '"plan": [{"step": "<a step>", "status": "not_started" or "in_progress" or "completed" '
+        'or "blocked"}, ...], "action": "analyst" or "coder" or "final_answer", "arguments": '
+        '{"task": "<a complete, self-contained task>"} or {"task": "<a complete, self-contained '
+        'task>"} or {"answer": "..."}}.'
+    )
+    *actions, forced = prompts_of(ctx, "planner")
+    assert len(actions) == 3 and all(p.endswith(f"\n\n{shape}") for p in actions)
+    assert "used all your steps" in forced and "JSON" not in forced
+    assert "JSON" not in ctx.ledger.records[0].messages[0]["content"]  # not in the system prompt
+
+
 async def test_a_malformed_step_only_resets_after_a_valid_one():
     team = Team(
         planner=["junk", action("analyst", task="x"), "junk again", final("42")], analyst=["r"]

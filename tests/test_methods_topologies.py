@@ -355,13 +355,13 @@ async def test_goagent_optimize_trains_the_learned_selector_deterministically(tm
     assert [g["name"] for g in policy["pool"]] == ["bad_one", "good", "bad_two"]
     logits = dict(zip(policy["choices"]["options"], policy["choices"]["logits"][0], strict=True))
     assert logits["good"] > 0 > min(logits["bad_one"], logits["bad_two"])
-    assert saved == method.learned_state()  # the file holds the learned state
+    assert saved == method.dump_learned_state()  # the file holds the learned state
     assert sum(r.agent == "pool_builder" for r in ctx.ledger.records) == 1
     assert all(r.agent != "selector" for r in ctx.ledger.records)
 
     # the trained instance and a fresh one loading the file both decode it with no LLM call
     restored = get_method("goagent")(selector="learned")  # a run's learned_state.json
-    restored.load_learned_state(method.learned_state())
+    restored.restore_learned_state(saved, "learned_state.json")
     from_file = get_method("goagent")(selector="learned", selector_path=str(path))
     for solver in (method, from_file, restored):
         solve_ctx = Context(ScriptedModel(learning_script))

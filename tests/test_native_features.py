@@ -262,10 +262,13 @@ async def test_local_models_reject_tools_they_would_ignore(tmp_path):
 
 def test_the_report_shows_a_cut_reply_and_tool_calls():
     from maslab.report.call_html import call_html
+    from maslab.store.records import TraceCall
 
-    record = {"agent": "a", "response": "", "finish_reason": "length",
-              "tool_calls": [{"id": "c", "name": "add", "arguments": '{"a": "<1>"}'}]}  # fmt: skip
+    record = TraceCall.model_validate({
+        "agent": "a", "response": "", "finish_reason": "length",
+        "tool_calls": [{"id": "c", "name": "add", "arguments": '{"a": "<1>"}'}],
+    })  # fmt: skip
     html = call_html(record)
     assert "cut at max_tokens" in html
     assert "<b>tool calls</b><pre>add({&quot;a&quot;: &quot;&lt;1&gt;&quot;})" in html
-    assert "cut at max_tokens" not in call_html({**record, "finish_reason": "stop"})
+    assert "cut at max_tokens" not in call_html(record.model_copy(update={"finish_reason": "stop"}))

@@ -11,13 +11,13 @@ from maslab.core.context import Context
 from maslab.core.messages import Message
 from maslab.core.method import get_method
 from maslab.core.task import Task
-from maslab.evaluators.llm_judge import VERDICT_SCHEMA as JUDGE_SCHEMA
-from maslab.evaluators.llm_judge import LLMJudgeEvaluator
+from maslab.evaluators.llm_judge import LLMJudgeEvaluator, parse_verdict
+from maslab.evaluators.llm_judge import Verdict as JudgeVerdict
 from maslab.kit.structured import json_params, reply_call, tool_params
 from maslab.kit.tools import ToolCall, get_tools
 from maslab.methods.conductor import FINAL
-from maslab.methods.mad import RULING_SCHEMA, VERDICT_SCHEMA
-from maslab.methods.planner_executor import PLAN_SCHEMA
+from maslab.methods.mad import Ruling, Verdict
+from maslab.methods.planner_executor import Plan
 from maslab.testing import Reply, ScriptedModel, last_user_message
 
 TASK = Task(id="t1", question="What is 6 * 7?", answer_type="number", gold="42")
@@ -49,10 +49,10 @@ def test_a_handle_without_supports_gets_the_text_path():
 
 def test_native_params_carry_the_schema_and_the_tools():
     model = ScriptedModel(native=NATIVE)
-    fmt = json_params(model, "verdict", VERDICT_SCHEMA)["response_format"]
+    fmt = json_params(model, "verdict", Verdict.json_schema())["response_format"]
     assert fmt == {
         "type": "json_schema",
-        "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True},
+        "json_schema": {"name": "verdict", "schema": Verdict.json_schema(), "strict": True},
     }
     offered = tool_params(model, get_tools(["add"]))
     assert offered["tool_choice"] == "auto"
@@ -101,7 +101,7 @@ async def test_mad_moderator_verdict_on_both_paths(native):
     solution = await get_method("mad")().solve(TASK, Context(model))
     assert len(model.calls) == 3 and solution.answer == "Final answer:\n42"
     schemas = [schema_of(r) for r in model.requests]
-    assert schemas == [None, None, VERDICT_SCHEMA if native else None]
+    assert schemas == [None, None, Verdict.json_schema() if native else None]
 
 
 @PATHS
@@ -114,7 +114,8 @@ async def test_mad_judge_ruling_on_both_paths(native):
     assert solution.answer == "Final answer:\n42"
     verdict, candidates, ruling = (schema_of(r) for r in model.requests[2:])
     assert candidates is None
-    assert (verdict, ruling) == ((VERDICT_SCHEMA, RULING_SCHEMA) if native else (None, None))
+    expected = (Verdict.json_schema(), Ruling.json_schema()) if native else (None, None)
+    assert (verdict, ruling) == expected
 
 
 # -- planner_executor --------------------------------------------------------------------------
@@ -137,7 +138,8 @@ async def test_planner_executor_plan_and_calls_on_both_paths(native):
     assert solution.answer == "42" and len(model.calls) == 3
     assert [s["call"]["name"] for s in solution.metadata["steps"]] == ["add", "multiply"]
     planner, *actors = model.requests
-    assert schema_of(planner) == (PLAN_SCHEMA if native else None)
+    assert schema_of(planner) == (Plan.json_schema() if native else None)
+    assert last_user_message(planner).endswith(Plan.instructions())
     for actor in actors:
         prompt = last_user_message(actor)
         if native:
@@ -202,5 +204,13 @@ async def test_the_judges_verdict_on_both_paths(native, verdict, correct):
     judge.assert_consumed()
     extract, compare = judge.requests
     assert schema_of(extract) is None
-    assert schema_of(compare) == (JUDGE_SCHEMA if native else None)
+    assert schema_of(compare) == (JudgeVerdict.json_schema() if native else None)
+    if native:
+        assert compare.response_format["json_schema"]["name"] == "verdict"
     assert ctx.ledger.totals(purpose="scoring").calls == 2
+
+
+def test_a_json_verdict_is_read_as_it_says():
+    assert JudgeVerdict.json_schema()["properties"]["verdict"]["enum"] == ["CORRECT", "INCORRECT"]
+    assert parse_verdict('{"verdict": "INCORRECT"}') is False
+    assert parse_verdict('Not sure it is right. {"verdict": "CORRECT"}') is True

@@ -11,7 +11,8 @@ from maslab.harness.runner import Runner
 from maslab.kit.structured import json_params, tool_params
 from maslab.kit.tools import get_tools
 from maslab.llm import registry
-from maslab.llm.registry import ModelPool, register_provider
+from maslab.llm.pool import ModelPool
+from maslab.llm.registry import register_provider
 from maslab.testing import ScriptedModel
 
 

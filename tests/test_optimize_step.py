@@ -14,7 +14,7 @@ from maslab.api import run_config
 from maslab.benchmarks.arith import generate
 from maslab.cli import main
 from maslab.core.context import Context
-from maslab.core.method import Method, MethodConfig, get_method, register_method
+from maslab.core.method import Method, MethodConfig, MethodState, get_method, register_method
 from maslab.core.task import Solution, Task
 from maslab.errors import ConfigError, MaslabError
 from maslab.harness.runner import OptimizationFailed, Runner
@@ -33,6 +33,9 @@ class ToyLearner(Method):
     class Config(MethodConfig):
         fail: bool = False
 
+    class LearnedState(MethodState):
+        seen: list[str]
+
     def __init__(
         self, config: MethodConfig | Mapping[str, Any] | None = None, **overrides: Any
     ) -> None:
@@ -47,11 +50,11 @@ class ToyLearner(Method):
             raise ValueError("the learner fell over")
         self.seen = [task.id for task in tasks]
 
-    def learned_state(self) -> dict[str, Any] | None:
-        return None if self.seen is None else {"seen": self.seen}
+    def learned_state(self) -> ToyLearner.LearnedState | None:
+        return None if self.seen is None else self.LearnedState(seen=self.seen)
 
-    def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        self.seen = list(state["seen"])
+    def load_learned_state(self, state: ToyLearner.LearnedState) -> None:
+        self.seen = list(state.seen)
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         reply = await ctx.agent("solver").reply(task.prompt())
@@ -203,11 +206,12 @@ def test_dylan_learns_its_team_in_a_run_and_solves_with_it(tmp_path):
 def test_dylan_and_goagent_states_round_trip():
     dylan = get_method("dylan")(pool=["Lawyer", "Doctor", "Economist"], team_size=2)
     assert dylan.learned_state() is None
-    importance = {"Lawyer": 1, "Doctor": 0, "Economist": 2}
-    dylan.load_learned_state({"team": ["Lawyer", "Economist"], "pool_importance": importance})
+    saved = {"team": ["Lawyer", "Economist"], "pool_importance": {"Lawyer": 1, "Economist": 2}}
+    dylan.restore_learned_state(saved, "state.json")
     assert dylan.team == ("Lawyer", "Economist")
-    assert dylan.learned_state() == {"team": ["Lawyer", "Economist"], "pool_importance": importance}
-    with pytest.raises(ConfigError, match=r"^state\.json: dylan learned state: .* pool roles"):
+    assert dylan.learned_state() == type(dylan).LearnedState.model_validate(saved)
+    assert dylan.dump_learned_state() == saved
+    with pytest.raises(ConfigError, match=r"^state\.json: dylan learned state does not fit"):
         dylan.restore_learned_state({"team": ["Programmer"], "pool_importance": {}}, "state.json")
 
     goagent = get_method("goagent")(selector="learned")

@@ -20,10 +20,10 @@ from maslab.errors import ConfigError
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.plangen import (
-    PRIOR_SCHEMA,
-    VERDICT_SCHEMA,
     Bandit,
     PlanGEN,
+    Prior,
+    Verdict,
     allocate,
     read_complete,
     read_prior,
@@ -490,11 +490,15 @@ async def test_json_schemas_are_sent_natively_where_supported(native):
         script(verify=lambda plan: 0, prior=prior), native=["structured_output"] if native else []
     )
     await run(model, framework="mixture", max_iterations=1, rebase_width=3)
+    replies = {"verify": Verdict, "reward": Verdict, "prior": Prior}
+    assert {kind_of(last_user_message(r)) for r in model.requests} >= set(replies)
     for request in model.requests:
-        kind = kind_of(last_user_message(request))
-        schema = {"verify": VERDICT_SCHEMA, "reward": VERDICT_SCHEMA, "prior": PRIOR_SCHEMA}
-        if native and kind in schema:
-            assert request.response_format["json_schema"]["schema"] == schema[kind]
+        prompt = last_user_message(request)
+        reply = replies.get(kind_of(prompt))
+        if reply is not None:
+            assert prompt.endswith(f"\n\n{reply.instructions()}")
+        if native and reply is not None:
+            assert request.response_format["json_schema"]["schema"] == reply.json_schema()
         else:
             assert request.response_format is None
 

@@ -1,4 +1,4 @@
-"""maslab.kit.learning: exact update arithmetic, estimators, learning on toy problems, JSON."""
+"""maslab.kit.learning: exact update arithmetic, estimators, learning on toy problems, states."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import textwrap
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 import maslab.kit.learning
 from maslab.core.topology import Topology
-from maslab.errors import ConfigError
 from maslab.kit.learning import (
     ChoicePolicy,
+    ChoicePolicyState,
     EdgePolicy,
+    EdgePolicyState,
     EdgeStep,
     edge_credit,
     group_relative,
@@ -194,42 +196,59 @@ def test_a_query_conditioned_edge_policy_learns_an_edge_per_feature():
     assert policy.probability(("a", "b"), [1.0]) < 0.2
 
 
-# -- JSON ------------------------------------------------------------------------------------
+# -- states ----------------------------------------------------------------------------------
 
 
-def test_policies_round_trip_through_json():
+def through_json(state: EdgePolicyState | ChoicePolicyState) -> dict[str, object]:
+    return json.loads(json.dumps(state.model_dump(mode="json")))
+
+
+def test_policies_round_trip_through_their_states():
     edges = EdgePolicy.from_topology(Topology.chain(NODES), init=0.3)
     edges.reinforce([EdgeStep(("a", "b"), float(sigmoid(0.3)), True)], 1.0, 1.0)
-    again = EdgePolicy.from_json(json.loads(json.dumps(edges.to_json())))
+    saved = EdgePolicyState.model_validate(through_json(edges.state()))
+    again = EdgePolicy.from_state(saved)
     assert again.edges == edges.edges and again.nodes == NODES
     assert again.logits.tolist() == edges.logits.tolist()
-    assert again.weights.shape == (2, 0)
+    assert again.weights.shape == (2, 0) and again.state() == edges.state()
     conditioned = EdgePolicy([("a", "b")], [0.5], features=2)
     conditioned.weights[0] = [0.25, -1.0]
-    copy = EdgePolicy.from_json(json.loads(json.dumps(conditioned.to_json())))
+    copy = EdgePolicy.from_state(EdgePolicyState.model_validate(through_json(conditioned.state())))
     assert copy.weights.tolist() == [[0.25, -1.0]] and copy.logits.tolist() == [0.5]
-    older = {"nodes": ["a", "b"], "edges": [["a", "b"]], "logits": [0.5]}  # before features
-    assert EdgePolicy.from_json(older).weights.shape == (1, 0)
+    assert EdgePolicy.from_state(EdgePolicy([]).state()).weights.shape == (0, 0)
 
     choices = ChoicePolicy(["l0", "l1"], ["a", "b"], features=3)
     choices.reinforce([choices.sample("l1", None, [1.0, 2.0, 3.0])], 1.0, 0.1)
-    copy = ChoicePolicy.from_json(json.loads(json.dumps(choices.to_json())))
+    copy = ChoicePolicy.from_state(ChoicePolicyState.model_validate(through_json(choices.state())))
     assert copy.slots == choices.slots and copy.options == choices.options
     assert copy.logits.tolist() == choices.logits.tolist()
     assert copy.weights.tolist() == choices.weights.tolist()
+    plain = ChoicePolicy(["s"], ["a", "b"])
+    assert ChoicePolicy.from_state(plain.state()).weights.shape == (1, 2, 0)
 
 
-def test_malformed_json_is_a_one_line_error():
-    with pytest.raises(ConfigError, match=r"state\.json: malformed edge policy"):
-        EdgePolicy.from_json({"edges": [["a", "b"]], "logits": []}, "state.json")
-    with pytest.raises(ConfigError, match="malformed edge policy"):
-        EdgePolicy.from_json(
-            {"nodes": [], "edges": [["a", "b"]], "logits": [0], "features": 2, "weights": [[1]]}
-        )
-    with pytest.raises(ConfigError, match="malformed choice policy"):
-        ChoicePolicy.from_json(
-            {"slots": ["s"], "options": ["a"], "logits": [[0, 1]], "weights": []}
-        )
+EDGES = {"nodes": ["a", "b"], "edges": [["a", "b"]], "logits": [0.5], "features": 1,
+         "weights": [[1.0]]}  # fmt: skip
+CHOICES = {"slots": ["s"], "options": ["a", "b"], "logits": [[0.0, 1.0]],
+           "weights": [[[], []]]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("schema", "data", "problem"),
+    [
+        (EdgePolicyState, {**EDGES, "logits": []}, "1 edges need as many logits, got 0"),
+        (EdgePolicyState, {**EDGES, "weights": [[1, 2]]}, "weights must hold a row of 1 per edge"),
+        (EdgePolicyState, {**EDGES, "edges": [["a", "b"]] * 2}, "each edge may appear once"),
+        (EdgePolicyState, {**EDGES, "nodes": ["a"]}, "edges between nodes it does not list: b"),
+        (EdgePolicyState, {**EDGES, "logits": [float("inf")]}, "finite number"),
+        (ChoicePolicyState, {**CHOICES, "logits": [[0]]}, "logits must hold a row of 2"),
+        (ChoicePolicyState, {**CHOICES, "weights": [[[1], []]]}, "weights must hold 2 rows"),
+        (ChoicePolicyState, {**CHOICES, "slots": []}, "List should have at least 1 item"),
+    ],
+)
+def test_a_state_of_the_wrong_shape_is_refused(schema, data, problem):
+    with pytest.raises(ValidationError, match=problem):
+        schema.model_validate(data)
 
 
 def test_the_policy_module_example_runs():

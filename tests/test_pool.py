@@ -8,7 +8,7 @@ import time
 import pytest
 
 from maslab.errors import RateLimited
-from maslab.llm.pool import Limited
+from maslab.llm.balancing import Limited
 from maslab.llm.scripted import ScriptedModel
 
 

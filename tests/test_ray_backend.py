@@ -22,7 +22,7 @@ import maslab
 from maslab.api import ray_cluster
 from maslab.cli import main
 from maslab.core.context import Context
-from maslab.core.method import MethodConfig, register_method
+from maslab.core.method import MethodConfig, MethodState, register_method
 from maslab.core.task import Solution, Task
 from maslab.errors import ConfigError
 from maslab.harness.ray_backend import ATTEMPTS, WorkersLost
@@ -304,11 +304,14 @@ class CountsWhatItLearned(Vanilla):
     async def optimize(self, tasks: Any, ctx: Context) -> None:
         self.learned = len(tasks)
 
-    def learned_state(self) -> dict[str, Any] | None:
-        return {"tasks": self.learned}
+    class LearnedState(MethodState):
+        tasks: int
 
-    def load_learned_state(self, state: Any) -> None:
-        self.learned = state["tasks"]
+    def learned_state(self) -> CountsWhatItLearned.LearnedState | None:
+        return None if self.learned is None else self.LearnedState(tasks=self.learned)
+
+    def load_learned_state(self, state: CountsWhatItLearned.LearnedState) -> None:
+        self.learned = state.tasks
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
         solution = await super().solve(task, ctx)

@@ -16,7 +16,7 @@ from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.cot import cot_prompt
-from maslab.methods.reflexion import JUDGEMENT_SCHEMA, Reflexion, parse_tests
+from maslab.methods.reflexion import Judgement, Reflexion, parse_tests
 
 GOLD = "GOLD-7781"
 TASK = Task(
@@ -169,9 +169,11 @@ async def test_the_judgement_schema_is_sent_natively_where_supported(native):
     assert formats[0] is None and formats[2] is None and formats[3] is None
     if native:
         assert formats[1]["type"] == "json_schema" and formats[4] == formats[1]
-        assert formats[1]["json_schema"]["schema"] == JUDGEMENT_SCHEMA
+        assert formats[1]["json_schema"]["schema"] == Judgement.json_schema()
     else:
         assert formats == [None] * 5
+    judges = [last_user_message(model.requests[i]) for i in (1, 4)]
+    assert all(prompt.endswith(f"\n\n{Judgement.instructions()}") for prompt in judges)
 
 
 async def test_a_budget_stop_returns_the_latest_attempt():

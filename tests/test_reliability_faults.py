@@ -36,11 +36,11 @@ def _check(store: RunStore, server: FakeOpenAIServer) -> tuple[int, int, int]:
     records, superseded = store.records()
     assert len({r.key for r in records}) == len(records) == TASKS  # one per (task, repeat)
     assert len(lines) == len(records) + len(superseded)  # each line read once, as one or other
-    traces = {t["task_id"]: t for t in store.traces()}
+    traces = {t.task_id: t for t in store.traces()}
     for r in records:
         if r.status == "error":
             assert r.score is None and CAUSE.match(r.error or ""), r.error
-            assert any(call["error"] for call in traces[r.task_id]["calls"])
+            assert any(call.error for call in traces[r.task_id].calls)
         else:
             assert r.score is not None and r.error is None
     tokens = _tokens(records) + _tokens(superseded)

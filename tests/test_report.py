@@ -13,7 +13,7 @@ import pytest
 from maslab.bench.evaluation import Score
 from maslab.core.topology import Topology
 from maslab.report import build_report
-from maslab.store.run_store import Manifest, ResultRecord, RunStore
+from maslab.store.run_store import Manifest, ResultRecord, RunStore, Trace
 
 USAGE = {"calls": 2, "prompt_tokens": 300, "completion_tokens": 50, "cached_prompt_tokens": 0}
 # a mixed team: one call on each model
@@ -52,14 +52,14 @@ def make_run(directory: Path, method: str, outcomes: list[bool]) -> Path:
                 "response": "<script>1</script>",
             }
         ]
-        trace = {
+        trace = Trace.model_validate({
             "task_id": f"t{i}",
             "repeat": 0,
             "prompt": "What is 1?",
             "calls": calls,
             "messages": messages,
             "topology": Topology.complete(["a", "b", "c"]).to_dict() if i == 0 else None,
-        }
+        })  # fmt: skip
         store.append(result, trace)
     store.close()
     return directory
@@ -122,7 +122,8 @@ def test_the_report_parses_each_trace_once_for_its_figures_and_the_shown_ones_ag
         parsed.append(data.encode() if isinstance(data, str) else bytes(data))
         return loads(data)
 
-    monkeypatch.setattr(orjson, "loads", spy)
+    validate = Trace.model_validate_json
+    monkeypatch.setattr(Trace, "model_validate_json", lambda data: spy(data) and validate(data))
     page = build_report([run], tmp_path / "report.html", max_tasks=2).read_text()
     assert page.count("<code>t") == 2 and "showing 2 of 5 tasks" in page
     traces = [data for data in parsed if b'"prompt":"What is 1?"' in data]

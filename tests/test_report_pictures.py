@@ -17,7 +17,8 @@ from maslab.core.topology import Topology
 from maslab.report import build_report
 from maslab.report.figures import MAX_TOPOLOGIES
 from maslab.report.plots import place_numbers
-from maslab.store.run_store import Manifest, ResultRecord, RunStore
+from maslab.store.records import TraceCall
+from maslab.store.run_store import Manifest, ResultRecord, RunStore, Trace
 
 DEBATE = {"agents": 2, "rounds": 2, "aggregate": "majority"}
 AGENTS = ("a", "b")
@@ -80,7 +81,7 @@ def make_run(
             task_id=f"t{i}", repeat=repeat, status="ok", answer=final, gold="1", score=score,
             usage=usage, usage_by_model={model: usage},
         )  # fmt: skip
-        store.append(record, trace)
+        store.append(record, Trace.model_validate(trace))
     store.close()
     return directory
 
@@ -269,7 +270,8 @@ def test_a_call_that_goes_on_from_its_agents_previous_call_shows_only_what_is_ne
         },
         {"agent": "b", "messages": [{"role": "user", "content": "Q, again?"}], "response": "S1"},
     ]
-    first_a, first_b, second_a, second_b = _calls(calls).split("</details>")[:4]
+    typed = [TraceCall.model_validate(call) for call in calls]
+    first_a, first_b, second_a, second_b = _calls(typed).split("</details>")[:4]
     assert "Q?" in first_a and "Q?" in first_b
     assert "as the previous call of a and its reply (2 messages), then:" in second_a
     assert "Q?" not in second_a and "R0" not in second_a and "NEW" in second_a

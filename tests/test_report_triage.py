@@ -15,7 +15,7 @@ from maslab.analysis.triage import SIGNALS, signals
 from maslab.bench.evaluation import Score
 from maslab.report import build_report
 from maslab.report.triage import TOP
-from maslab.store.run_store import Manifest, ResultRecord, RunStore
+from maslab.store.run_store import Manifest, ResultRecord, RunStore, Trace
 
 AGENTS = ("a", "b")
 
@@ -59,6 +59,7 @@ def make_run(
                                  "calls": calls}  # fmt: skip
         if answers:
             trace["answers"] = [_key(m["content"]) for m in messages]
+        line = Trace.model_validate(trace)
         final = messages[-1]["content"]
         correct = _key(final) == "1"
         record = ResultRecord(
@@ -67,8 +68,8 @@ def make_run(
             usage={"calls": len(calls), "prompt_tokens": sample.tokens},
         )  # fmt: skip
         if stored:
-            record = record.model_copy(update={"signals": signals(record, trace)})
-        store.append(record, trace)
+            record = record.model_copy(update={"signals": signals(record, line)})
+        store.append(record, line)
     store.close()
     return directory
 

@@ -23,6 +23,7 @@ from maslab.store.run_store import (
     ResultRecord,
     RunLocked,
     RunStore,
+    Trace,
     partial_file,
 )
 
@@ -37,15 +38,15 @@ def record(task_id: str, status: str = "ok") -> ResultRecord:
 def test_resume_cuts_a_torn_line_and_retries_errored_samples(tmp_path):
     store = RunStore(tmp_path)
     assert store.open(MANIFEST) == set()
-    store.append(record("a"), {"task_id": "a", "repeat": 0})
-    store.append(record("b", "error"), {"task_id": "b", "repeat": 0, "try": 1})
+    store.append(record("a"), Trace(task_id="a", repeat=0))
+    store.append(record("b", "error"), Trace(task_id="b", repeat=0, prompt="try 1"))
     store.close()
     with (tmp_path / "results.jsonl").open("ab") as f:  # a writer killed mid-line
         f.write(orjson.dumps(record("c").model_dump(mode="json"))[:25])
 
     reopened = RunStore(tmp_path)
     assert reopened.open(MANIFEST) == {("a", 0)}
-    reopened.append(record("b"), {"task_id": "b", "repeat": 0, "try": 2})
+    reopened.append(record("b"), Trace(task_id="b", repeat=0, prompt="try 2"))
     reopened.close()
     results = reopened.results()
     assert sorted(r.key for r in results) == [("a", 0), ("b", 0)]
@@ -53,7 +54,7 @@ def test_resume_cuts_a_torn_line_and_retries_errored_samples(tmp_path):
     assert [r.status for r in reopened.superseded()] == ["error"]
     lines = (tmp_path / "results.jsonl").read_bytes().splitlines(keepends=True)
     assert len(lines) == 3 and all(orjson.loads(line) for line in lines)  # torn bytes cut off
-    assert [(t["task_id"], t.get("try")) for t in reopened.traces()] == [("a", None), ("b", 2)]
+    assert [(t.task_id, t.prompt) for t in reopened.traces()] == [("a", None), ("b", "try 2")]
 
 
 def _snapshot(directory: Path) -> dict[str, tuple[int, bytes]]:
@@ -67,12 +68,12 @@ def test_a_resume_only_appends(tmp_path):
     store = RunStore(tmp_path)
     store.open(MANIFEST)
     for task, status in (("a", "ok"), ("b", "error"), ("c", "ok")):
-        store.append(record(task, status), {"task_id": task, "repeat": 0, "calls": []})
+        store.append(record(task, status), Trace(task_id=task, repeat=0, calls=[]))
     store.close()
     before = _snapshot(tmp_path)
 
     assert store.open(MANIFEST) == {("a", 0), ("c", 0)}
-    store.append(record("b"), {"task_id": "b", "repeat": 0, "calls": []})
+    store.append(record("b"), Trace(task_id="b", repeat=0, calls=[]))
     store.close()
     for name, (inode, data) in _snapshot(tmp_path).items():
         assert inode == before[name][0], f"{name} was replaced"
@@ -83,7 +84,7 @@ def test_a_resume_only_appends(tmp_path):
 def test_a_torn_tail_is_cut_before_the_next_append(tmp_path):
     store = RunStore(tmp_path)
     store.open(MANIFEST)
-    store.append(record("a"), {"task_id": "a", "repeat": 0})
+    store.append(record("a"), Trace(task_id="a", repeat=0))
     store.close()
     intact = _snapshot(tmp_path)
     for name in ("results.jsonl", "traces.jsonl", "traces.idx"):  # killed mid-line in each
@@ -91,25 +92,25 @@ def test_a_torn_tail_is_cut_before_the_next_append(tmp_path):
             f.write(b'{"task_id":"b","rep')
 
     store.open(MANIFEST)
-    store.append(record("b"), {"task_id": "b", "repeat": 0, "prompt": "second"})
+    store.append(record("b"), Trace(task_id="b", repeat=0, prompt="second"))
     store.close()
     for name, (inode, data) in _snapshot(tmp_path).items():
         assert inode == intact[name][0] and data.startswith(intact[name][1])
         assert all(orjson.loads(line) for line in data.splitlines())
     assert [r.key for r in store.results()] == [("a", 0), ("b", 0)]
     [(_, trace)] = store.traces_of([("b", 0)])
-    assert trace == {"task_id": "b", "repeat": 0, "prompt": "second"}
+    assert trace is not None and trace.line() == {"task_id": "b", "repeat": 0, "prompt": "second"}
 
 
 def test_a_retried_sample_counts_once_and_its_errored_attempt_as_superseded(tmp_path):
     store = RunStore(tmp_path)
     store.open(MANIFEST)
     failed = ResultRecord(task_id="a", status="error", error="boom", usage={"prompt_tokens": 10})
-    store.append(failed, {"task_id": "a", "repeat": 0})
+    store.append(failed, Trace(task_id="a", repeat=0))
     store.close()
     assert store.open(MANIFEST) == set()
     retried = record("a").model_copy(update={"usage": {"prompt_tokens": 5}})
-    store.append(retried, {"task_id": "a", "repeat": 0})
+    store.append(retried, Trace(task_id="a", repeat=0))
     store.close()
 
     results, superseded = store.records()
@@ -142,23 +143,23 @@ def test_an_old_run_with_superseded_jsonl_reads_the_same_and_resumes(tmp_path):
     results, superseded = store.records()
     assert results == [ok, half_moved] and superseded == [moved]
     assert summarize(results, superseded=superseded).total_served_tokens == 23
-    assert [t["prompt"] for t in store.traces()] == ["a", "b"]
+    assert [t.prompt for t in store.traces()] == ["a", "b"]
 
     assert store.open(manifest) == {("a", 0)}
     retried = record("b").model_copy(update={"usage": {"prompt_tokens": 3}})
-    store.append(retried, {"task_id": "b", "repeat": 0, "prompt": "b again", "messages": []})
+    store.append(retried, Trace(task_id="b", repeat=0, prompt="b again", messages=[]))
     store.close()
     results, superseded = store.records()
     assert results == [ok, retried] and sorted(r.task_id for r in superseded) == ["a", "b"]
     assert summarize(results, superseded=superseded).total_served_tokens == 26
-    assert [t["prompt"] for t in store.traces()] == ["a", "b again"]
+    assert [t.prompt for t in store.traces()] == ["a", "b again"]
 
 
 def _indexed_run(directory: Path, tasks: int = 3) -> RunStore:
     store = RunStore(directory)
     store.open(MANIFEST)
     for i in range(tasks):
-        trace = {"task_id": f"t{i}", "repeat": 0, "prompt": f"question {i}", "messages": []}
+        trace = Trace(task_id=f"t{i}", repeat=0, prompt=f"question {i}", messages=[])
         store.append(record(f"t{i}"), trace)
     store.close()
     return store
@@ -206,6 +207,8 @@ def test_a_resume_parses_no_trace(tmp_path, monkeypatch):
         return loads(data)
 
     monkeypatch.setattr(orjson, "loads", spy)
+    validate = Trace.model_validate_json
+    monkeypatch.setattr(Trace, "model_validate_json", lambda data: spy(data) and validate(data))
     for index in (True, False):  # and an older run without an index
         if not index:
             (tmp_path / "traces.idx").unlink()
@@ -249,7 +252,7 @@ def test_an_evaluators_details_are_kept_in_the_record(tmp_path):
     score = Score(value=1.0, correct=True, extracted="1", details=details)
     store.append(
         ResultRecord(task_id="a", status="ok", answer="1", gold="1", score=score),
-        {"task_id": "a", "repeat": 0},
+        Trace(task_id="a", repeat=0),
     )
     store.close()
     [kept] = RunStore(tmp_path).results()

@@ -4,7 +4,9 @@
 Each surface's names are read from the surface itself (the argparse parser, the function
 signatures, the sweep file's pydantic models), mapped to one canonical spelling (the Python
 keyword), and compared. An option may be missing from a surface only when :data:`ONLY_ON` says
-so, and why; so an option added to one surface and not the others fails here.
+so, and why; so an option added to one surface and not the others fails here. Then, per option
+of :class:`RunOptions`: its flag's help is its description, and a sweep file that sets it
+builds the cell's RunConfig that ``run_config`` builds (:data:`SAMPLES` gives each a value).
 """
 
 from __future__ import annotations
@@ -12,17 +14,23 @@ from __future__ import annotations
 import argparse
 import inspect
 import typing
+from typing import Any
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
 import maslab
 from maslab import MaslabError
 from maslab import api as harness
+from maslab.bench.evaluation import get_evaluator
 from maslab.cli import build_parser
+from maslab.cli.run_flags import flag, run_keywords
 from maslab.core.context import Sampling
-from maslab.harness.options import RunKeywords, RunOptions
-from maslab.harness.sweep import Sweep
+from maslab.core.method import get_method
+from maslab.harness.options import SHARED, RunKeywords, RunOptions
+from maslab.harness.ray_backend import RunSpec, ShardWorker
+from maslab.harness.sweep import NOT_IN_A_SWEEP, NOT_IN_AN_ENTRY, Sweep, load_sweep
 
 CLI, PYTHON, SWEEP = "maslab run", "evaluate", "sweep file"
 EVERYWHERE = frozenset({CLI, PYTHON, SWEEP})
@@ -45,7 +53,6 @@ SWEEP_NAMES = {
     "methods[].name": "method",
     "methods[].config": "config",
     "benchmarks[].name": "benchmark",
-    "benchmarks[].options": "bench_options",
     "methods[].label": "label",
     "benchmarks[].label": "label",
     "sampling.temperature": "temperature",
@@ -108,13 +115,15 @@ def python_options() -> set[str]:
 
 
 def model_keys(model: type[BaseModel], prefix: str = "") -> set[str]:
-    """The keys a pydantic model takes, a list of models' entries as ``key[].entry_key``."""
+    """The keys a pydantic model takes, a list of models' entries as ``key[].entry_key``, less
+    those the sweep refuses there."""
+    refused = NOT_IN_AN_ENTRY if prefix else NOT_IN_A_SWEEP
     keys = set()
     for name, field in model.model_fields.items():
         (entry, *_) = typing.get_args(field.annotation) or (None,)
         if isinstance(entry, type) and issubclass(entry, BaseModel):
             keys |= model_keys(entry, f"{prefix}{name}[].")
-        else:
+        elif name not in refused:
             keys.add(prefix + name)
     return keys
 
@@ -172,3 +181,138 @@ def test_the_sweep_command_takes_what_the_sweep_file_leaves_to_it():
     left = {o for o, (_, why) in ONLY_ON.items() if SWEEP_COMMAND in why}
     assert left == {"imports", "backend", "address", "workers", "shards", "progress"}
     assert left <= {canonical_flag(flag) for flag in flags("sweep")}
+
+
+def run_action(name: str) -> argparse.Action:
+    """The action of ``maslab run``'s flag for the option ``name``."""
+    (action,) = (a for a in subcommand("run")._actions if flag(name) in a.option_strings)
+    return action
+
+
+@pytest.mark.parametrize("name", RunOptions.model_fields)
+def test_each_flag_is_derived_from_its_option(name):
+    """Its help is the option's description, and it parses into the option."""
+    action = run_action(name)
+    assert action.dest == name
+    description = RunOptions.model_fields[name].description
+    assert description and action.help and action.help.startswith(description)
+
+
+def test_the_flags_defaults_are_the_options_defaults():
+    args = subcommand("run").parse_args(["--method", "vanilla", "--benchmark", "arith"])
+    assert RunOptions.model_validate(run_keywords(args)) == RunOptions()
+
+
+def test_the_special_flags_keep_their_spellings():
+    parse = subcommand("run").parse_args
+    base = ["--method", "vanilla", "--benchmark", "arith"]
+    args = parse([*base, "--config", "a=1", "--config", "b=2", "--model-role", "judge=x:y",
+                  "--bench-option", "size=3", "--evaluator-option", "k=v", "--shard", "1/2",
+                  "--epochs", "3", "--no-native", "--cache", "c.sqlite"])  # fmt: skip
+    keywords = run_keywords(args)
+    assert keywords["config"] == ["a=1", "b=2"] and keywords["model_roles"] == ["judge=x:y"]
+    assert keywords["bench_options"] == ["size=3"] and keywords["evaluator_options"] == ["k=v"]
+    assert (keywords["shard"], keywords["repeats"], keywords["native"]) == ("1/2", 3, False)
+    assert str(keywords["cache"]) == "c.sqlite"
+    assert run_keywords(parse([*base, "--no-cache"]))["cache"] is False
+    with pytest.raises(SystemExit):  # argparse checks the model's bounds: 0 to 2
+        parse([*base, "--temperature", "3"])
+
+
+# Each option's value in a sweep file (not its default), with what it needs beside it; the
+# method whose entry takes it.
+SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
+    "split": ("vanilla", {"split": "dev"}),
+    "data": ("vanilla", {"data": "tasks.jsonl"}),
+    "limit": ("vanilla", {"limit": 2}),
+    "shuffle": ("vanilla", {"shuffle": True}),
+    "repeats": ("vanilla", {"repeats": 2}),
+    "seed": ("vanilla", {"seed": 7}),
+    "config": ("llm_debate", {"config": {"agents": 2}}),
+    "model_roles": ("mad", {"model_roles": {"judge": "scripted:echo"}}),
+    "bench_options": ("vanilla", {"bench_options": {"difficulty": 4}}),
+    "temperature": ("vanilla", {"temperature": 0.1}),
+    "max_tokens": ("vanilla", {"max_tokens": 64}),
+    "evaluator": ("vanilla", {"evaluator": "exact"}),
+    "judge_model": ("vanilla", {"evaluator": "llm_judge", "judge_model": "scripted:echo"}),
+    "evaluator_options": (
+        "vanilla",
+        {
+            "evaluator": "behaviour_coding",
+            "evaluator_options": {"judge_a": "scripted:echo", "judge_b": "scripted:echo"},
+        },
+    ),
+    "max_calls": ("vanilla", {"max_calls": 1}),
+    "max_sample_tokens": ("vanilla", {"max_sample_tokens": 100}),
+    "max_sample_seconds": ("vanilla", {"max_sample_seconds": 5.0}),
+    "concurrency": ("vanilla", {"concurrency": 3}),
+    "scheduler": ("vanilla", {"scheduler": "fcfs"}),
+    "endpoints": ("vanilla", {"endpoints": "endpoints.yaml"}),
+    "cache": ("vanilla", {"cache": "cache.sqlite"}),
+    "strict_sandbox": ("vanilla", {"strict_sandbox": True}),
+    "unsafe_no_sandbox": ("vanilla", {"unsafe_no_sandbox": True}),
+    "native": ("vanilla", {"native": False}),
+    "optimize_on": ("dylan", {"optimize_on": "dev"}),
+    "optimize_limit": ("dylan", {"optimize_on": "dev", "optimize_limit": 2}),
+}
+# run options a sweep cell does not set: its directory is named by the sweep's out and labels
+UNSET = {"out", *NOT_IN_A_SWEEP}
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [
+        (name, where)
+        for name in sorted(RunOptions.model_fields.keys() - UNSET)
+        for where in (("top",) if name in SHARED else ("top", "methods", "benchmarks"))
+    ],
+)
+def test_a_sweep_that_sets_an_option_builds_its_cells_config(tmp_path, monkeypatch, name, where):
+    """Set at the top of the file, or in a method or benchmark entry (at the top only, for the
+    options the cells share), the option reaches the cell's RunConfig as in ``run_config``."""
+    assert name in SAMPLES, f"give the new option {name} a value in SAMPLES"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "endpoints.yaml").write_text("local:\n  - base_url: http://127.0.0.1:9/v1\n")
+    method, options = SAMPLES[name]
+    file: dict[str, Any] = {"models": ["scripted:echo"], "methods": [{"name": method}],
+                            "benchmarks": [{"name": "arith"}]}  # fmt: skip
+    (file if where == "top" else file[where][0]).update(options)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump(file))
+    (cell,) = load_sweep(sweep).cells()
+    out = cell.config.out
+    assert cell.config == harness.run_config(method, "arith", "scripted:echo", out=out, **options)
+    assert cell.config != harness.run_config(method, "arith", "scripted:echo", out=out)
+
+
+@pytest.mark.parametrize(
+    ("entry", "refused"),
+    [({}, "shard"), *(({"name": "vanilla"}, key) for key in sorted(NOT_IN_AN_ENTRY))],
+)
+def test_a_sweep_refuses_the_options_a_sweep_or_an_entry_does_not_set(tmp_path, entry, refused):
+    file: dict[str, Any] = {"models": ["scripted:echo"], "methods": ["vanilla"],
+                            "benchmarks": ["arith"]}  # fmt: skip
+    if entry:
+        file["methods"] = [
+            {**entry, refused: SAMPLES.get(refused, ("", {refused: "x"}))[1][refused]}
+        ]
+    else:
+        file[refused] = "1/2"
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump(file))
+    where = "an entry" if entry else "a sweep"
+    with pytest.raises(MaslabError, match=f"sweep.yaml:\\d+: .*{refused} is not for {where}"):
+        load_sweep(sweep)
+
+
+def test_a_ray_workers_resources_are_per_setting_the_runs_share(tmp_path):
+    """Two runs that differ in an option the cells share (the scheduler here) get their own
+    model pool and call gate on a Ray worker, as they would locally."""
+    worker = ShardWorker(0, 1, None)
+    configs = [
+        harness.run_config("vanilla", "arith", "scripted:echo", scheduler=policy, cache=False)
+        for policy in ("fcfs", "progress")
+    ]
+    method, evaluator = get_method("vanilla"), get_evaluator("numeric")
+    gates = [worker.resources(RunSpec(c, method, evaluator, None, None))[1] for c in configs]
+    assert gates[0] is not gates[1]

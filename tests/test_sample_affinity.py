@@ -12,7 +12,7 @@ import pytest
 from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
 from maslab.errors import RateLimited, RequestRejected
-from maslab.llm.pool import Balanced, Limited
+from maslab.llm.balancing import Balanced, Limited
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, make_request
 from maslab.testing import FakeOpenAIServer, ScriptedModel
 

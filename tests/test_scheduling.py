@@ -174,8 +174,7 @@ def test_the_policy_keeps_the_cap_and_changes_no_prompt_or_answer(tmp_path):
             assert server.peak_in_flight == 4  # the cap binds, and holds
             results = {r.key: (r.status, r.answer) for r in runner.store.results()}
             prompts = {
-                (t["task_id"], t["repeat"]): [(c["messages"], c["response"]) for c in t["calls"]]
-                for t in runner.store.traces()
+                t.key: [(c.messages, c.response) for c in t.calls] for t in runner.store.traces()
             }
             outcomes[policy] = results, prompts
     (fcfs, fcfs_prompts), (progress, progress_prompts) = outcomes.values()

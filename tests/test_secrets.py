@@ -24,7 +24,7 @@ from maslab.secrets import (
     register_secret,
     scrub,
 )
-from maslab.store.run_store import Manifest, ResultRecord, RunStore
+from maslab.store.run_store import Manifest, ResultRecord, RunStore, Trace
 from maslab.testing.fake_server import FakeOpenAIServer
 
 
@@ -168,7 +168,7 @@ def test_a_canary_key_reaches_no_file_and_no_terminal(tmp_path, monkeypatch, cap
     assert any("HTTP 401" in (r.error or "") for r in failed) and store.superseded()
     assert all(f"(sent: Bearer {MARKER})" in (r.error or "") for r in failed)
     trace = next(RunStore(run).traces(ok.task_id))
-    assert trace["calls"][0]["response"].startswith(f"Bearer {MARKER}\n")
+    assert (trace.calls[0].response or "").startswith(f"Bearer {MARKER}\n")
     assert MARKER in printed.out
 
 
@@ -178,10 +178,14 @@ def test_result_and_trace_lines_are_redacted_as_written(tmp_path):
     manifest = Manifest(method="m", benchmark="b", model="openai:m", evaluator="e")
     store.open(manifest)
     failed = ResultRecord(task_id="t", status="error", error=f"RuntimeError: bad key {key}")
-    store.append(failed, {"task_id": "t", "repeat": 0, "calls": [{"error": key}]})
+    store.append(
+        failed, Trace.model_validate({"task_id": "t", "repeat": 0, "calls": [{"error": key}]})
+    )
     store.close()
     store.open(manifest)  # the retry supersedes the errored line
-    store.append(failed.model_copy(update={"status": "ok", "error": None}), {"task_id": "t"})
+    store.append(
+        failed.model_copy(update={"status": "ok", "error": None}), Trace(task_id="t", repeat=0)
+    )
     store.close()
     assert _leaks(tmp_path, [key]) == []
     assert store.superseded()[0].error == f"RuntimeError: bad key {MARKER}"

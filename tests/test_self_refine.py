@@ -14,7 +14,7 @@ from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods.cot import cot_prompt
-from maslab.methods.self_refine import FEEDBACK_SCHEMA, SelfRefine
+from maslab.methods.self_refine import Feedback, SelfRefine
 
 
 def script(stop_at: int | None = None, *, as_json: bool = True):
@@ -124,9 +124,11 @@ async def test_the_feedback_schema_is_sent_natively_where_supported(native):
     assert formats[0] is None and formats[2] is None  # the generator and the refiner
     if native:
         assert formats[1]["type"] == "json_schema" and formats[3] == formats[1]
-        assert formats[1]["json_schema"]["schema"] == FEEDBACK_SCHEMA
+        assert formats[1]["json_schema"]["schema"] == Feedback.json_schema()
     else:
         assert formats == [None] * 4
+    critiques = [last_user_message(r) for r in model.requests[1::2]]
+    assert all(prompt.endswith(f"\n\n{Feedback.instructions()}") for prompt in critiques)
 
 
 async def test_a_budget_stop_returns_the_best_answer_so_far():

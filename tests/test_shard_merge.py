@@ -40,7 +40,7 @@ def records(out: Path) -> dict[tuple[str, int], object]:
 
 
 def traces(out: Path) -> dict[tuple[str, int], object]:
-    return {(t["task_id"], t["repeat"]): steady(t) for t in RunStore(out).traces()}
+    return {t.key: steady(t.line()) for t in RunStore(out).traces()}
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from maslab.bench.evaluation import Score
 from maslab.report.show import show_run
-from maslab.store.run_store import Manifest, ResultRecord, RunStore
+from maslab.store.run_store import Manifest, ResultRecord, RunStore, Trace
 
 
 def _run(tmp_path, task_ids: list[str]) -> RunStore:
@@ -20,7 +20,7 @@ def _run(tmp_path, task_ids: list[str]) -> RunStore:
         score = Score(value=float(i % 2), correct=bool(i % 2), extracted=f"{i}\nmore")
         record = ResultRecord(task_id=task, status="ok", answer=str(i), gold=f"{i}\n(two lines)",
                               score=score, usage={"calls": 1, "prompt_tokens": 1200})  # fmt: skip
-        store.append(record, {"task_id": task, "repeat": 0, "messages": [], "calls": []})
+        store.append(record, Trace(task_id=task, repeat=0, messages=[], calls=[]))
     store.close()
     return store
 

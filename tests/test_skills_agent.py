@@ -21,6 +21,7 @@ from maslab.methods.skills_agent import (
     DEFAULT_LIBRARY,
     STRUCTURES,
     SYSTEMS,
+    Choice,
     MASSpec,
     NotCompilable,
     Role,
@@ -375,6 +376,8 @@ def test_read_choice():
     assert read_choice("I would pick code here.", names) == "code"  # the one name mentioned
     assert read_choice("math or code?", names) is None  # two: no guess
     assert read_choice('{"choice": 3}', names) is None
+    chosen = Choice.among(names).parse('{"choice": "Code"}')  # read leniently, matched later
+    assert chosen is not None and chosen.choice == "Code"
     assert read_choice("", names) is None
 
 
@@ -384,6 +387,11 @@ async def test_the_selection_schema_is_sent_natively_where_supported(native):
     await SkillsAgent(routing="hierarchical").solve(TASK, Context(model))
     formats = [r.response_format for r in model.requests]
     assert formats[2] is None  # the execution call
+    clusters = [c.name for c in DEFAULT_LIBRARY]
+    skills = [s.name for s in DEFAULT_LIBRARY[1].skills]
+    for request, names in zip(model.requests, (clusters, skills), strict=False):
+        shape = '{"choice": ' + " or ".join(f'"{name}"' for name in names) + "}"
+        assert last_user_message(request).endswith(f"\n\nReply with a JSON object only: {shape}.")
     if native:
         schema = formats[0]["json_schema"]["schema"]
         assert schema["properties"]["choice"]["enum"] == [c.name for c in DEFAULT_LIBRARY]

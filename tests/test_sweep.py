@@ -211,3 +211,35 @@ def test_a_sweep_files_budgets_and_shuffle_reach_every_cell(tmp_path, capsys):
     sweep.write_text(sweep.read_text().replace("max_calls: 1", "max_calls: 0"))
     with pytest.raises(ConfigError, match="max_calls"):
         load_sweep(sweep)
+
+
+def test_an_entrys_options_replace_the_files_the_methods_last(tmp_path):
+    """A cell's options: the file's, then its benchmark entry's, then its method entry's; the
+    file's judge goes to the cells whose evaluator asks one; sampling's other keys reach every
+    cell."""
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "models: ['scripted:echo']\nlimit: 5\nseed: 3\njudge_model: 'scripted:echo'\n"
+        "sampling: {temperature: 0.2, top_p: 0.9}\n"
+        "methods: [vanilla, {name: cot, limit: 2, temperature: 0}]\n"
+        "benchmarks: [{name: arith, limit: 3, seed: 4},\n"
+        "             {name: arith, label: judged, evaluator: llm_judge, repeats: 2}]\n"
+    )
+    cells = {str(cell): cell.config for cell in load_sweep(sweep).cells()}
+    assert {name: (c.limit, c.seed, c.repeats) for name, c in cells.items()} == {
+        "arith/vanilla/scripted:echo": (3, 4, 1),
+        "arith/cot/scripted:echo": (2, 4, 1),
+        "judged/vanilla/scripted:echo": (5, 3, 2),
+        "judged/cot/scripted:echo": (2, 3, 2),
+    }
+    assert {name: c.evaluator_options.get("judge") for name, c in cells.items()} == {
+        "arith/vanilla/scripted:echo": None,
+        "arith/cot/scripted:echo": None,
+        "judged/vanilla/scripted:echo": "scripted:echo",
+        "judged/cot/scripted:echo": "scripted:echo",
+    }
+    assert cells["arith/vanilla/scripted:echo"].sampling["top_p"] == 0.9
+    assert [c.sampling["temperature"] for c in cells.values()] == [0.2, 0, 0.2, 0]
+    sweep.write_text(sweep.read_text() + "temperature: 0.3\n")
+    with pytest.raises(ConfigError, match="give temperature once: at the top or in sampling"):
+        load_sweep(sweep)

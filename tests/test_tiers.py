@@ -13,7 +13,7 @@ import pytest
 
 # pytest's -rA summary: one line per outcome of each test (a call, an error at its teardown)
 LINE = re.compile(r"^(PASSED|FAILED|ERROR) test_inner\.py::(\w+)", re.M)
-INNER_TESTS = '''
+INNER_TESTS = """
 import asyncio
 import multiprocessing
 import subprocess
@@ -56,7 +56,7 @@ def test_unit_without_a_process():
 @pytest.mark.system
 def test_system_subprocess():
     subprocess.run(PASS, check=True)
-'''
+"""
 
 
 def test_the_system_marker_is_registered(pytestconfig):

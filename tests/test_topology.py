@@ -482,3 +482,12 @@ def test_to_dict_from_dict_round_trip() -> None:
 def test_from_dict_malformed() -> None:
     with pytest.raises(ConfigError, match=r"^malformed topology dict \(KeyError: 'nodes'\)"):
         Topology.from_dict({"name": "x", "edges": []})
+
+
+def test_from_edges_orders_agents_as_the_edges_name_them_then_the_isolated_ones():
+    t = Topology.from_edges([("b", "a"), ("c", "a"), ("a", "d")], name="hand", nodes=["e", "a"])
+    assert t.name == "hand"
+    assert t.nodes == ["b", "a", "c", "d", "e"]
+    assert t.edges == [("b", "a"), ("a", "d"), ("c", "a")]
+    assert t.predecessors("a") == ["b", "c"]
+    assert Topology.from_edges([]).nodes == []

@@ -29,7 +29,7 @@ from maslab.llm.registry import register_provider
 from maslab.llm.retry import Retrying, RetryPolicy
 from maslab.llm.scripted import ScriptedModel
 from maslab.llm.types import ChatRequest
-from maslab.store.run_store import Manifest, ResultRecord, RunStore
+from maslab.store.run_store import Manifest, ResultRecord, RunStore, Trace
 
 PER_SAMPLE = [name for name in SIGNALS if name != "token_outlier"]
 DEBATERS = ("debater_1", "debater_2", "debater_3")
@@ -43,11 +43,15 @@ def said(agent: str, answer: str | None, round: int | None = 0, **fields: Any) -
 
 
 def trace_of(
-    *messages: dict, failed_calls: int = 0, retried: int = 0, answers: bool = True
-) -> dict:
-    """A trace line of ``messages`` whose model-written ones each have a call (kind message or
+    *messages: dict,
+    failed_calls: int = 0,
+    retried: int = 0,
+    answers: bool = True,
+    **fields: Any,
+) -> Trace:
+    """A trace of ``messages`` whose model-written ones each have a call (kind message or
     aggregate), the first of which took ``retried`` requests more; ``failed_calls`` more calls
-    that failed (at their one attempt: a 400)."""
+    that failed (at their one attempt: a 400); ``fields`` set the trace's other fields."""
     calls = [
         {"agent": m["sender"], "error": None, "attempts": 1}
         for m in messages
@@ -67,7 +71,7 @@ def trace_of(
     }
     if answers:
         line["answers"] = [m["answer"] for m in messages]
-    return line
+    return Trace.model_validate({**line, **fields})
 
 
 def debate(final: tuple[str, ...] = ("42", "42", "42"), opening: tuple[str, ...] | None = None):
@@ -98,7 +102,7 @@ def test_no_signal_fires_on_a_clean_debate():
     assert fired(values) == {}
 
 
-SCRIPTED: dict[str, tuple[ResultRecord, dict, float]] = {
+SCRIPTED: dict[str, tuple[ResultRecord, Trace, float]] = {
     "final_disagreement": (record(), trace_of(*debate(("42", "41", "42"))), 1),
     "answer_flips": (record(), trace_of(*debate(opening=("41", "42", "42"))), 1),
     "repetition": (
@@ -158,8 +162,8 @@ SCRIPTED: dict[str, tuple[ResultRecord, dict, float]] = {
         2,
     ),
     # the bridge's counts of a sample's programs, as its trace carries them
-    "program_calls_refused": (record(), trace_of(*debate()) | {"program_calls_refused": 3}, 3),
-    "program_calls_failed": (record(), trace_of(*debate()) | {"program_calls_failed": 2}, 2),
+    "program_calls_refused": (record(), trace_of(*debate(), program_calls_refused=3), 3),
+    "program_calls_failed": (record(), trace_of(*debate(), program_calls_failed=2), 2),
 }
 
 
@@ -217,7 +221,7 @@ def test_one_agent_and_an_empty_transcript_read_as_clean():
 
 def test_the_final_answer_is_that_of_the_message_chosen_else_the_vote():
     trace = trace_of(*debate(("41", "42", "42")))
-    chosen = trace["messages"][3]["content"]  # debater_1's last message
+    chosen = trace.messages[3].content  # debater_1's last message
     assert final_answer(trace, chosen) == "41"
     assert final_answer(trace, "a text no message has") == "42"
     assert fired(signals(record(chosen), trace)) == {"final_disagreement": 1,
@@ -348,7 +352,7 @@ def test_triage_computes_signals_of_a_run_recorded_before_them(tmp_path, capsys)
     looping = debate()
     looping[3]["content"] = looping[0]["content"]  # debater_1 repeats its opening
     for task, messages in (("t1", debate()), ("t2", looping)):
-        line = trace_of(*messages, answers=False) | {"task_id": task}
+        line = trace_of(*messages, answers=False, task_id=task)
         store.append(record().model_copy(update={"task_id": task}), line)
     store.close()
     assert main(["triage", str(tmp_path / "old")]) == 0
@@ -382,5 +386,5 @@ async def test_retries_count_the_requests_the_retry_layer_sent_again(tmp_path):
         ctx = Context(Cached(stack, cache, namespace="flaky"), sample_id="t1")
         await ctx.agent("debater_1").reply("What is 6 x 7?", round=0)
         line = trace_line("t1", 0, None, ctx)
-        assert [call["attempts"] for call in line["calls"]] == [attempts]
+        assert [call.attempts for call in line.calls] == [attempts]
         assert fired(signals(record(), line)) == ({"retries": 2} if attempts == 3 else {})

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 
 from maslab.bench.evaluation import Score
-from maslab.store.run_store import RESULTS, Manifest, ResultRecord, RunStore
+from maslab.store.run_store import RESULTS, Manifest, ResultRecord, RunStore, Trace
 
 # model text that would run script if the viewer did not escape it
 PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 1">'
@@ -21,7 +21,7 @@ def task_ids(samples: int) -> list[str]:
     return [ODD_ID if i == 4 else f"t{i:02d}" for i in range(samples)]
 
 
-def debate_trace(task: str, answers: list[str | None], extra: str = "") -> dict[str, object]:
+def debate_trace(task: str, answers: list[str | None], extra: str = "") -> Trace:
     """Two agents over two rounds; ``answers`` is what each of the four messages concludes."""
     messages, calls = [], []
     for i, answer in enumerate(answers):
@@ -33,11 +33,13 @@ def debate_trace(task: str, answers: list[str | None], extra: str = "") -> dict[
                       "prompt_tokens": 12, "completion_tokens": 5, "latency_s": 0.25,
                       "messages": [{"role": "user", "content": f"Solve {task}"}],
                       "response": content, "finish_reason": "stop"})  # fmt: skip
-    return {"task_id": task, "repeat": 0, "prompt": f"Solve {task}", "messages": messages,
-            "calls": calls, "answers": answers, "topology": None}  # fmt: skip
+    return Trace.model_validate({
+        "task_id": task, "repeat": 0, "prompt": f"Solve {task}", "messages": messages,
+        "calls": calls, "answers": answers, "topology": None,
+    })  # fmt: skip
 
 
-def _sample(task: str) -> tuple[ResultRecord, dict[str, object]]:
+def _sample(task: str) -> tuple[ResultRecord, Trace]:
     usage = {"calls": 4, "prompt_tokens": 48, "completion_tokens": 20}
     if task == "t00":  # correct, and holds the searched phrases
         extra = 'needle-alpha; she said "hi there"; Ünïcode'

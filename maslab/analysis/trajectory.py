@@ -1,11 +1,10 @@
-"""One sample's trajectory read from its trace line: who answered what, round by round.
+"""One sample's trajectory read from its trace: who answered what, round by round.
 
-A trace line (see :func:`maslab.harness.samples.trace`) holds the transcript's ``messages`` and,
-since
-issue 15, ``answers``: the answer extracted from each message the way the run's task type
-extracts (:func:`maslab.kit.aggregation.answer_key`), None where there is none. Traces written
-before that lack ``answers``: :func:`has_answers` tells, and every view below then reads as if
-no message had an answer.
+A trace (:class:`maslab.store.records.Trace`, written by :func:`maslab.harness.samples.trace`)
+holds the transcript's ``messages`` and, since issue 15, ``answers``: the answer extracted from
+each message the way the run's task type extracts (:func:`maslab.kit.aggregation.answer_key`),
+None where there is none. Traces written before that lack ``answers``: :func:`has_answers`
+tells, and every view below then reads as if no message had an answer.
 
 The views count only the agents' own messages: those whose sender made a model call in the
 trace (a tool result, test feedback or an environment event that a method posted is not an
@@ -17,11 +16,16 @@ first): a method that numbers no rounds is one round.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-Trace = Mapping[str, Any]
+from maslab.store.records import Trace
+
+__all__ = [
+    "AGGREGATE", "Trace", "Turn", "agents", "answer_sequences", "final_answer", "final_answers",
+    "has_answers", "message_answers", "round_answers", "turns", "vote_tally",
+]  # fmt: skip
+
 AGGREGATE = "aggregate"
 
 
@@ -38,22 +42,21 @@ class Turn:
 
 def has_answers(trace: Trace | None) -> bool:
     """Whether ``trace`` holds the extracted answer of each message."""
-    return trace is not None and isinstance(trace.get("answers"), list)
+    return trace is not None and trace.answers is not None
 
 
 def message_answers(trace: Trace) -> list[str | None]:
     """The extracted answer of each message (all None for traces without them)."""
-    messages = trace.get("messages") or []
-    answers = trace.get("answers") if has_answers(trace) else None
-    if answers is None or len(answers) != len(messages):
-        return [None] * len(messages)
+    answers = trace.answers
+    if answers is None or len(answers) != len(trace.messages):
+        return [None] * len(trace.messages)
     return list(answers)
 
 
 def agents(trace: Trace) -> set[str] | None:
     """The senders that made a model call; None when the trace records no calls (then every
     sender counts as an agent)."""
-    callers = {c.get("agent") for c in trace.get("calls") or () if c.get("agent")}
+    callers = {c.agent for c in trace.calls if c.agent}
     return callers or None
 
 
@@ -62,15 +65,12 @@ def turns(trace: Trace) -> list[Turn]:
     speakers = agents(trace)
     found: list[Turn] = []
     current = 0
-    for i, (m, answer) in enumerate(
-        zip(trace.get("messages") or [], message_answers(trace), strict=True)
-    ):
-        if m.get("round") is not None:
-            current = m["round"]
-        sender = m.get("sender", "")
-        if m.get("kind") == AGGREGATE or (speakers is not None and sender not in speakers):
+    for i, (m, answer) in enumerate(zip(trace.messages, message_answers(trace), strict=True)):
+        if m.round is not None:
+            current = m.round
+        if m.kind == AGGREGATE or (speakers is not None and m.sender not in speakers):
             continue
-        found.append(Turn(i, sender, current, m.get("content") or "", answer))
+        found.append(Turn(i, m.sender, current, m.content, answer))
     return found
 
 
@@ -109,9 +109,9 @@ def final_answer(trace: Trace, answer: str | None) -> str | None:
     it is (an agent's response a vote chose, an aggregator's verdict), else the first most
     common of :func:`final_answers` (what a majority vote picks)."""
     if answer is not None:
-        messages = trace.get("messages") or []
-        for m, key in zip(reversed(messages), reversed(message_answers(trace)), strict=True):
-            if key is not None and m.get("content") == answer:
+        answers = message_answers(trace)
+        for m, key in zip(reversed(trace.messages), reversed(answers), strict=True):
+            if key is not None and m.content == answer:
                 return key
     tally = vote_tally(final_answers(trace).values())
     return tally[0][0] if tally else None

@@ -57,13 +57,13 @@ import itertools
 import math
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from maslab.analysis import trajectory
-from maslab.analysis.trajectory import Trace, Turn
+from maslab.analysis.trajectory import Turn
 from maslab.errors import ConfigError
-from maslab.store.run_store import ResultRecord
+from maslab.store.records import ResultRecord, Trace, TraceMessage
 
 SIGNALS: dict[str, str] = {
     "final_disagreement": "agents answering in the last round gave different answers",
@@ -99,13 +99,12 @@ def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
         "errors": float(record.status == "error"),
     }
     if trace is not None:
-        calls = trace.get("calls") or ()
-        found["retries"] = float(sum(c.get("attempts", 1) - 1 for c in calls))
-        found["failed_calls"] = float(sum(c.get("error") is not None for c in calls))
-        found["tool_failures"] = float(sum(map(_tool_failed, trace.get("messages") or ())))
+        found["retries"] = float(sum(c.attempts - 1 for c in trace.calls))
+        found["failed_calls"] = float(sum(c.error is not None for c in trace.calls))
+        found["tool_failures"] = float(sum(map(_tool_failed, trace.messages)))
         found["repetition"] = float(_repetitions(trajectory.turns(trace)))
-        for name in ("program_calls_refused", "program_calls_failed"):
-            found[name] = float(trace.get(name, 0))
+        found["program_calls_refused"] = float(trace.program_calls_refused)
+        found["program_calls_failed"] = float(trace.program_calls_failed)
     if trace is not None and trajectory.has_answers(trace):
         finals = list(trajectory.final_answers(trace).values())
         final = trajectory.final_answer(trace, record.answer)
@@ -117,13 +116,8 @@ def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
     return {name: found[name] for name in SIGNALS if name in found}
 
 
-def _tool_failed(message: Mapping[str, object]) -> bool:
-    content = message.get("content")
-    return (
-        message.get("kind") == "observation"
-        and isinstance(content, str)
-        and _TOOL_FAILURE.match(content) is not None
-    )
+def _tool_failed(message: TraceMessage) -> bool:
+    return message.kind == "observation" and _TOOL_FAILURE.match(message.content) is not None
 
 
 def _flips(sequences: Iterable[Sequence[str]]) -> int:

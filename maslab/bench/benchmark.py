@@ -28,6 +28,7 @@ from maslab.core.answers import AnswerType, normalize_answer
 from maslab.core.context import derive_seed
 from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.plugin_config import PluginConfig, Settings
 from maslab.registry import Registry
 
 LETTERS = string.ascii_uppercase
@@ -83,16 +84,25 @@ class Benchmark:
     :class:`NumberBenchmark`, :class:`MathBenchmark`, :class:`ChoiceBenchmark` and
     :class:`CodeBenchmark` set the answer type, instruction and evaluator for their kind of
     answer. The data comes from a file the user names, the user cache, the benchmark's own
-    :meth:`packaged_records` or its Hugging Face ``hub`` (:mod:`maslab.bench.data`). Options, if
-    any,
-    are keyword arguments of the constructor, recorded in ``self.options``.
+    :meth:`packaged_records` or its Hugging Face ``hub`` (:mod:`maslab.bench.data`).
+
+    A benchmark with options (a generator's size, difficulty, seed) declares them as its
+    ``Config``, a :class:`~maslab.plugin_config.PluginConfig` with a default and a description
+    for each; the constructor takes a mapping, a ``Config`` or keywords (``Arith(difficulty=4)``,
+    ``--bench-option difficulty=4``), checks them and keeps them as ``self.config``; a bad one is
+    a one-line :class:`ConfigError`. The run's manifest records them all, defaults included, as
+    ``benchmark_options`` (``self.options``). A run-time handle is no option: see
+    :class:`~maslab.plugin_config.PluginConfig`.
 
     Example::
 
         from typing import Any
 
+        from pydantic import Field
+
         from maslab import Benchmark, Task
         from maslab.bench.benchmark import register_benchmark
+        from maslab.plugin_config import PluginConfig
 
 
         @register_benchmark("capitals")
@@ -103,6 +113,11 @@ class Benchmark:
             fields = ("country", "capital")  # a record without one is a one-line error
             # on the Hub instead: hub = HubSource("org/capitals", splits={"test": "train"})
 
+            class Config(PluginConfig):  # --bench-option lowercase=true; unknown keys are errors
+                lowercase: bool = Field(False, description="gold answers in lower case")
+
+            config: Config
+
             def packaged_records(self, split: str) -> list[dict[str, Any]]:  # split: one of splits
                 return [
                     {"country": "France", "capital": "Paris"},
@@ -112,11 +127,13 @@ class Benchmark:
             def to_task(self, record: dict[str, Any], index: int, split: str) -> Task:
                 task_id = self.task_id(record, index, split)  # test-0, test-1, ...
                 question = f"What is the capital of {record['country']}?"
-                return self.task(task_id, question, gold=record["capital"])
+                gold = record["capital"].lower() if self.config.lowercase else record["capital"]
+                return self.task(task_id, question, gold=gold)
 
 
         tasks = Capitals().load(limit=1)  # load(data="capitals.jsonl") reads a local file first
         assert [(t.id, t.gold) for t in tasks] == [("test-0", "Paris")]
+        assert Capitals(lowercase=True).load(limit=1)[0].gold == "paris"
         assert tasks[0].prompt().endswith("in the form \\boxed{ANSWER}.")
     """
 
@@ -130,18 +147,27 @@ class Benchmark:
     id_field: ClassVar[str | None] = None  # the dataset's own id, if it has one
     hub: ClassVar[HubSource | None] = None
     shuffle_choices: ClassVar[bool] = False
+    Config: ClassVar[type[PluginConfig]] = PluginConfig
+    config: PluginConfig
+    """The checked options, a ``Config``: a benchmark narrows the type with ``config: Config``."""
+    options: dict[str, Any]
+    """The options as JSON data (``config`` dumped): what the run's manifest records."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.hub is not None and "splits" not in cls.__dict__:
             cls.splits = tuple(cls.hub.splits)
 
-    def __init__(self, **options: Any) -> None:
-        if options:
-            raise ConfigError(
-                f"benchmark {self.name} takes no options, got {', '.join(sorted(options))}"
-            )
-        self.options: dict[str, Any] = {}
+    def __init__(self, config: Settings = None, **options: Any) -> None:
+        """Check the options against ``Config``; a bad one is a one-line :class:`ConfigError`.
+
+        Args:
+            config: Options as a mapping or a ``Config``; None keeps the defaults.
+            **options: Options as keywords, over ``config``.
+        """
+        what = f"{self.name or type(self).__name__} options"
+        self.config = self.Config.build(config, options, what=what, example=type(self).__name__)
+        self.options = self.config.model_dump(mode="json")
 
     # -- per benchmark ---------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ is counted as unparsed (``extracted is None``); no sample ever leaves the denomi
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -15,8 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from maslab.core.task import Task
 from maslab.defaults import JUDGE_TEMPERATURE
 from maslab.errors import ConfigError
-from maslab.llm.registry import ModelPool, load_model
+from maslab.llm.pool import ModelPool
+from maslab.llm.registry import load_model
 from maslab.llm.types import ChatMessage, ChatModel
+from maslab.plugin_config import PluginConfig, Settings
 from maslab.registry import Registry
 
 if TYPE_CHECKING:
@@ -67,8 +68,7 @@ def gold_of(task: Task) -> str:
 class Evaluator:
     r"""Scores a method's final answer text against a task's gold answer.
 
-    A subclass implements ``async score(task, answer, *, ctx)`` and registers under a name; its
-    options, if any, are keyword arguments of its constructor (a run's ``evaluator_options``).
+    A subclass implements ``async score(task, answer, *, ctx)`` and registers under a name.
     ``score`` returns :meth:`Score.graded` for an answer it could read and :meth:`Score.unparsable`
     for one it could not (scored wrong and counted apart, never dropped). ``check_gold`` rejects
     the tasks it cannot score before a run spends anything. ``ctx`` is the sample's context: an
@@ -76,30 +76,50 @@ class Evaluator:
     purpose="scoring")``), so those calls are gated, traced and counted as scoring, never
     against the method's budget.
 
+    An evaluator with options (a tolerance, a time limit, a judge model's spec) declares them as
+    its ``Config``, a :class:`~maslab.plugin_config.PluginConfig` with a default and a description
+    for each; the constructor takes a mapping, a ``Config`` or keywords
+    (``NumericEvaluator(rel_tol=0.01)``, ``--evaluator-option rel_tol=0.01``), checks them and
+    keeps them as ``self.config``; a bad one is a one-line :class:`ConfigError`. The run's
+    manifest records them, defaults included, as ``evaluator_options`` (less
+    :attr:`execution_options`). Run-time handles are keyword arguments of the constructor of
+    their own, never options: ``models``, the run's model pool, which the runner gives to an
+    evaluator that names it; a model handle for a judge; the ``code`` evaluator's ``limits``.
+
     Example::
 
         import asyncio
         import re
 
+        from pydantic import Field
+
         from maslab import Context, Task
         from maslab.bench.evaluation import Evaluator, Score, gold_of, register_evaluator
+        from maslab.plugin_config import PluginConfig
 
 
         @register_evaluator("last_integer")
         class LastInteger(Evaluator):
             # The class docstring's first line is what `maslab list evaluators` shows.
 
+            class Config(PluginConfig):  # --evaluator-option last=false; unknown keys are errors
+                last: bool = Field(True, description="read the last integer, not the first")
+
+            config: Config
+
             async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
                 gold = gold_of(task)  # a task without a gold answer: one-line ConfigError
                 found = re.findall(r"-?\d+", answer)
                 if not found:
                     return Score.unparsable()
-                return Score.graded(int(found[-1]) == int(gold), found[-1], gold)
+                read = found[-1] if self.config.last else found[0]
+                return Score.graded(int(read) == int(gold), read, gold)
 
 
         task = Task(id="q1", question="What is 6 * 7?", gold="42")
         score = asyncio.run(LastInteger().score(task, "6 * 7 = 42"))
         assert score.correct and score.extracted == "42" and score.value == 1.0
+        assert not asyncio.run(LastInteger(last=False).score(task, "6 * 7 = 42")).correct
     """
 
     name: ClassVar[str] = ""
@@ -108,10 +128,19 @@ class Evaluator:
     a run's identity, so a run resumes under other values of them."""
     runs_model_code: ClassVar[bool] = False
     """Scoring runs the answer's code (see :attr:`maslab.core.method.Method.runs_model_code`)."""
+    Config: ClassVar[type[PluginConfig]] = PluginConfig
+    config: PluginConfig
+    """The checked options, a ``Config``: an evaluator narrows the type with ``config: Config``."""
 
-    def __init__(self, **options: Any) -> None:
-        if options:
-            raise TypeError(f"{type(self).__name__} takes no options, got {sorted(options)}")
+    def __init__(self, config: Settings = None, **options: Any) -> None:
+        """Check the options against ``Config``; a bad one is a one-line :class:`ConfigError`.
+
+        Args:
+            config: Options as a mapping or a ``Config``; None keeps the defaults.
+            **options: Options as keywords, over ``config``.
+        """
+        what = f"{self.name or type(self).__name__} options"
+        self.config = self.Config.build(config, options, what=what, example=type(self).__name__)
 
     def check_gold(self, task: Task) -> None:
         """Raise :class:`ConfigError` if ``task`` cannot be scored (checked before a run spends)."""
@@ -130,6 +159,12 @@ class Evaluator:
     async def aclose(self) -> None:
         """Release resources (worker processes, model connections)."""
         return None
+
+
+def model_spec(model: str | ChatModel) -> str:
+    """What an option that names a model records: the spec, or the name of a handle given
+    instead."""
+    return model if isinstance(model, str) else model.name
 
 
 class Judge:
@@ -223,22 +258,18 @@ def identity_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_evaluator_options(name: str, options: Mapping[str, Any], flag: str) -> dict[str, Any]:
-    """``options`` for evaluator ``name``'s constructor, or a one-line :class:`ConfigError` for
-    an option it does not take or a required one missing (``models`` is the runner's to give);
-    ``flag`` spells the option in the message (``--evaluator-option``)."""
-    parameters = {
-        key: p
-        for key, p in inspect.signature(get_evaluator(name)).parameters.items()
-        if key != "models" and p.kind is inspect.Parameter.KEYWORD_ONLY
-    }
-    takes = ", ".join(parameters) or "none"
-    if unknown := [key for key in options if key not in parameters]:
+    """``options`` for evaluator ``name``, checked against its ``Config`` before a run: a
+    one-line :class:`ConfigError` for an option it does not take, a required one missing or a
+    bad value; ``flag`` spells the option in the message (``--evaluator-option``)."""
+    cls = get_evaluator(name)
+    fields = cls.Config.model_fields
+    if unknown := [key for key in options if key not in fields]:
+        takes = ", ".join(fields) or "none"
         raise ConfigError(
             f"evaluator {name} has no option {', '.join(map(repr, unknown))} (its options: {takes})"
         )
-    if missing := [
-        key for key, p in parameters.items() if p.default is p.empty and key not in options
-    ]:
+    if missing := [key for key, f in fields.items() if f.is_required() and key not in options]:
         example = " ".join(f"{flag} {key}=..." for key in missing)
         raise ConfigError(f"evaluator {name} needs {', '.join(missing)}: {example}")
+    cls.Config.build(options, {}, what=f"{name} options", example=cls.__name__)
     return dict(options)

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from maslab import defaults
-from maslab.cli.console import COUNT, RunStopped, console, import_option, number
-from maslab.core.scheduling import POLICIES
-from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
+from maslab.cli.console import COUNT, RunStopped, console, import_option
+from maslab.cli.run_flags import FLAGS as RUN_FLAGS
+from maslab.cli.run_flags import add_run_flags, run_keywords
+from maslab.defaults import DEMO_MODEL
 
 if TYPE_CHECKING:
     from maslab.analysis.run_result import RunResult
@@ -24,12 +24,8 @@ if TYPE_CHECKING:
     from maslab.harness.runner import RunConfig, Runner
 
 
-# the run options as error messages spell them
-FLAGS = {"config": "--config", "bench_options": "--bench-option", "judge_model": "--judge-model",
-         "evaluator_options": "--evaluator-option", "out": "--out",
-         "model_roles": "--model-role", "optimize_on": "--optimize-on",
-         "optimize_limit": "--optimize-limit", "shard": "--shard", "address": "--address",
-         "workers": "--workers", "shards": "--shards"}  # fmt: skip
+# the options as error messages spell them: the run's, and Ray's
+FLAGS = {**RUN_FLAGS, "address": "--address", "workers": "--workers", "shards": "--shards"}
 
 
 def run_config(args: argparse.Namespace) -> RunConfig:
@@ -42,40 +38,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
             "accuracy); use a real one with --model openai:<name> (OPENAI_API_KEY), "
             "--model 'openai:<name>@http://host:port/v1', or --endpoints FILE[/]"
         )
-    return run_config(
-        args.method,
-        args.benchmark,
-        args.model,
-        split=args.split,
-        data=args.data,
-        limit=args.limit,
-        shuffle=args.shuffle,
-        repeats=args.repeats,
-        seed=args.seed,
-        concurrency=args.concurrency,
-        scheduler=args.scheduler,
-        config=args.config,
-        model_roles=args.model_role,
-        bench_options=args.bench_option,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        evaluator=args.evaluator,
-        judge_model=args.judge_model,
-        evaluator_options=args.evaluator_option,
-        max_calls=args.max_calls,
-        max_sample_tokens=args.max_sample_tokens,
-        max_sample_seconds=args.max_sample_seconds,
-        endpoints=args.endpoints,
-        cache=False if args.no_cache else args.cache or True,
-        out=args.out,
-        strict_sandbox=args.strict_sandbox,
-        unsafe_no_sandbox=args.unsafe_no_sandbox,
-        native=not args.no_native,
-        optimize_on=args.optimize_on,
-        optimize_limit=args.optimize_limit,
-        shard=args.shard,
-        flags=FLAGS,
-    )
+    return run_config(args.method, args.benchmark, args.model, flags=FLAGS, **run_keywords(args))
 
 
 # new objects between young collections while a run is on (Python's default is 700)
@@ -175,106 +138,7 @@ def run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", required=True)
     p.add_argument("--benchmark", required=True)
     p.add_argument("--model", help=f"model spec, e.g. openai:gpt-4o-mini (default {DEMO_MODEL})")
-    p.add_argument("--endpoints", type=Path, help="endpoints YAML file")
-    p.add_argument("--split", default=defaults.SPLIT)
-    p.add_argument("--data", type=Path, help="local data file (JSON, JSONL, Parquet)")
-    p.add_argument("--limit", type=COUNT)
-    p.add_argument(
-        "--optimize-on",
-        metavar="SPLIT",
-        help="let the method learn (its optimize step) on this split before the test samples; "
-        "it may share no task with --split",
-    )
-    p.add_argument(
-        "--optimize-limit", type=COUNT, help="optimise on the first N tasks of --optimize-on"
-    )
-    p.add_argument(
-        "--shuffle", action="store_true", help="shuffle tasks with --seed before --limit"
-    )
-    p.add_argument(
-        "--repeats",
-        "--epochs",
-        type=COUNT,
-        default=defaults.REPEATS,
-        help="independent attempts per task",
-    )
-    p.add_argument("--seed", type=int, default=defaults.SEED)
-    p.add_argument(
-        "--concurrency", type=COUNT, default=defaults.CONCURRENCY, help="model calls in flight"
-    )
-    p.add_argument(
-        "--scheduler",
-        choices=POLICIES,
-        default=defaults.SCHEDULER,
-        help="which waiting model call goes next when --concurrency binds: the one waiting "
-        "longest (fcfs) or the one whose sample is furthest along (progress); "
-        f"default {defaults.SCHEDULER}",
-    )
-    p.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="method config override, e.g. agents=5",
-    )
-    p.add_argument(
-        "--model-role",
-        action="append",
-        default=[],
-        metavar="NAME=MODEL",
-        help="put a role or an agent of the method on another model, e.g. judge=openai:gpt-4o "
-        "(NAME.temperature=T sets its temperature); `maslab list methods` shows the roles",
-    )
-    p.add_argument("--bench-option", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument(
-        "--temperature", type=number(float, 0, 2), default=defaults.TEMPERATURE, help="0 to 2"
-    )
-    p.add_argument(
-        "--max-tokens",
-        type=COUNT,
-        help=f"per model call (default {defaults.MAX_TOKENS}; {DEMO_MAX_TOKENS} for the demo)",
-    )
-    p.add_argument("--evaluator")
-    p.add_argument("--judge-model", help="model spec for the llm_judge evaluator")
-    p.add_argument(
-        "--evaluator-option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an option of the evaluator, e.g. judge_a=openai:gpt-4o (behaviour_coding)",
-    )
-    p.add_argument("--max-calls", type=COUNT, help="per-sample budget")
-    p.add_argument("--max-sample-tokens", type=COUNT, help="per-sample budget")
-    p.add_argument(
-        "--max-sample-seconds", type=number(float, 0, above=True), help="per-sample budget"
-    )
-    p.add_argument(
-        "--strict-sandbox",
-        action="store_true",
-        help="refuse to start unless model-written code runs fully isolated (own filesystem, "
-        "/proc and network, unprivileged, process cap)",
-    )
-    p.add_argument(
-        "--unsafe-no-sandbox",
-        action="store_true",
-        help="let model-written code run where it cannot be isolated (no new root or no network "
-        "namespace), with your user's rights; recorded in the run",
-    )
-    p.add_argument(
-        "--no-native",
-        action="store_true",
-        help="keep every call on the text protocol: no native structured output or tool calls, "
-        "even where the model offers them (for comparisons with text-only servers)",
-    )
-    p.add_argument("--cache", type=Path, help="response cache file")
-    p.add_argument("--no-cache", action="store_true")
-    p.add_argument("--out", type=Path, help="run directory (default: runs/<benchmark>/...)")
-    p.add_argument(
-        "--shard",
-        metavar="I/N",
-        help="run only shard I of N (1 <= I <= N) of the tasks: task k (from 0) goes to shard "
-        "k mod N + 1; combine the shard directories with `maslab merge`",
-    )
+    add_run_flags(p)
     backend_options(p, what="the run's samples")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 

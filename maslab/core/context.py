@@ -29,7 +29,7 @@ from maslab.core.scheduling import CallGate
 from maslab.core.task import Solution
 from maslab.errors import BudgetExceeded, ConfigError, SampleEnded
 from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
-from maslab.llm.registry import ModelPool
+from maslab.llm.pool import ModelPool
 from maslab.llm.types import ChatMessage, ChatModel, ChatRequest, Completion, make_request
 from maslab.secrets import redact
 

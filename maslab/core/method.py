@@ -8,10 +8,9 @@ implement ``optimize``. Methods register under an explicit name; lookups never g
 from __future__ import annotations
 
 import asyncio
-import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, final
 
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError
 
@@ -20,18 +19,21 @@ from maslab.core.context import Context
 from maslab.core.roles import ModelRoles, check_model_roles, check_role_names
 from maslab.core.task import Solution, Task
 from maslab.defaults import DEMO_MODEL
-from maslab.errors import BudgetExceeded, ConfigError
+from maslab.errors import BudgetExceeded, ConfigError, one_line
 from maslab.llm.ledger import UsageTotals
 from maslab.llm.types import ChatModel
+from maslab.plugin_config import PluginConfig
 from maslab.registry import Registry
+
+if TYPE_CHECKING:  # networkx stays unloaded until a topology is built
+    from maslab.core.topology import Topology
 
 _RELEARN = "delete it to optimise again"  # the fix for a saved learned state that does not load
 
 
-class MethodConfig(BaseModel):
-    """Base of every method's configuration: unknown keys are errors, not silently ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class MethodConfig(PluginConfig):
+    """Base of every method's configuration, a :class:`~maslab.plugin_config.PluginConfig`:
+    unknown keys are errors, not silently ignored."""
 
 
 class MethodState(BaseModel):
@@ -58,6 +60,12 @@ class Method:
     evaluator will read it. A method with more than one agent sets ``ctx.topology`` (who reads
     whom): traces and reports show it. The class docstring cites the paper (title, arXiv id)
     and lists the deviations from it.
+
+    A method that learns (``optimize``) declares what it learns as a schema, ``class
+    LearnedState(MethodState)``: :meth:`learned_state` returns an instance of it and
+    :meth:`load_learned_state` takes a checked one back. The base class alone turns it to and
+    from JSON (:meth:`dump_learned_state`, :meth:`restore_learned_state`) and words the errors
+    of a saved state that does not load; no method overrides these.
 
     Example::
 
@@ -114,8 +122,8 @@ class Method:
     calls: ClassVar[str] = ""
     """LLM calls per task: the formula in the method's parameters, and its default value."""
     LearnedState: ClassVar[type[MethodState] | None] = None
-    """The schema of :meth:`learned_state`'s data, which a saved state must fit to be loaded
-    (:meth:`restore_learned_state`); None: loaded unchecked."""
+    """The schema of what :meth:`optimize` learns: :meth:`learned_state` returns an instance
+    and ``learned_state.json`` holds its JSON form; None: the method learns nothing to save."""
     runs_model_code: ClassVar[bool] = False
     """Every sample runs model-written code in the sandbox: a run refuses to start where that
     cannot be isolated (see :func:`maslab.sandbox.isolation_refusal`). A method that runs code
@@ -131,24 +139,19 @@ class Method:
             **overrides: Settings as keywords, over ``config``.
         """
         what = f"{self.name or type(self).__name__} config"
-        if isinstance(config, MethodConfig):
-            config = config.model_dump()
-        elif config is not None and not isinstance(config, Mapping):
-            settings = ", ".join(f"{field}=..." for field in self.Config.model_fields)
-            raise ConfigError(
-                f"{what} must be a mapping or {self.Config.__qualname__}, got "
-                f"{type(config).__name__} {reprlib.repr(config)}; pass settings as keywords: "
-                f"{type(self).__name__}({settings})"
-            )
-        try:
-            self.config = self.Config.model_validate({**(config or {}), **overrides})
-        except ValidationError as exc:
-            raise ConfigError(validation_message(exc, what)) from None
+        self.config = self.Config.build(config, overrides, what=what, example=type(self).__name__)
 
     def agent_names(self) -> tuple[str, ...]:
         """The agents model roles may name besides the roles (this config's ``debater_1``, ...);
         an agent named after its role, or named only at run time, is reached by its role."""
         return ()
+
+    def structure(self) -> Topology | None:
+        """Who reads whom under this config, declared once: ``solve`` sets it as
+        ``ctx.topology``, and the skills compiler and the report read it without a call. None
+        when the topology depends on the task, the sample or what was learned (or there is
+        none)."""
+        return None
 
     def check_model_roles(self, model_roles: Mapping[str, Any] | None) -> ModelRoles:
         """``model_roles`` normalised; a one-line error for a key that names no role or agent."""
@@ -190,43 +193,68 @@ class Method:
         in :meth:`learned_state`, which the run saves and reloads on a resume.
         """
 
-    def learned_state(self) -> dict[str, Any] | None:
-        """What :meth:`optimize` learned, as JSON-able data (None: nothing learned)."""
+    def learned_state(self) -> MethodState | None:
+        """What :meth:`optimize` learned, an instance of :attr:`LearnedState` (None: nothing
+        learned)."""
         return None
 
-    def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        """Take back a :meth:`learned_state`, already checked against :attr:`LearnedState`
-        (:meth:`restore_learned_state` checks it); what the schema cannot check (does it fit
-        this config?) is a :class:`ConfigError`."""
-        raise ConfigError(f"{self.name or type(self).__name__} has no learned state to load")
+    def load_learned_state(self, state: Any) -> None:
+        """Take back a :meth:`learned_state`: ``state`` is an instance of :attr:`LearnedState`
+        (a method narrows the type to its own), already checked against the schema. What the
+        schema cannot check (was it learned for this config?) raises ``ValueError`` with a
+        short reason ("trained for 4 agents, this config has 3"), before anything is taken."""
+        raise NotImplementedError(f"{type(self).__name__} declares no load_learned_state")
 
+    @final
+    def dump_learned_state(self) -> dict[str, Any] | None:
+        """:meth:`learned_state` as JSON data, what ``learned_state.json`` holds (None: nothing
+        learned)."""
+        state = self.learned_state()
+        if state is None:
+            return None
+        if self.LearnedState is None or not isinstance(state, self.LearnedState):
+            raise TypeError(
+                f"{type(self).__name__}.learned_state() returned a {type(state).__name__}, not "
+                "its LearnedState or None"
+            )
+        return state.model_dump(mode="json")
+
+    @final
     @classmethod
-    def check_learned_state(cls, state: Any, source: str) -> Any:
-        """``state`` as :attr:`LearnedState` reads it (JSON data), unchanged without a schema;
-        one that does not fit, or None, is a one-line :class:`ConfigError` naming ``source``."""
-        if cls.LearnedState is None:
-            return state
+    def check_learned_state(cls, data: Any, source: str) -> MethodState | None:
+        """Saved JSON ``data`` read by :attr:`LearnedState` (None: a method without one learned
+        nothing); data that does not fit is a one-line :class:`ConfigError` naming ``source``,
+        its file."""
         what = f"{source}: invalid {cls.name or cls.__name__} learned state"
-        if not isinstance(state, Mapping):
-            got = "null" if state is None else type(state).__name__
+        if cls.LearnedState is None:
+            if data is None:
+                return None
+            raise ConfigError(f"{what}: expected null (the method learns nothing); {_RELEARN}")
+        if not isinstance(data, Mapping):
+            got = "null" if data is None else type(data).__name__
             raise ConfigError(f"{what}: expected an object, got {got}; {_RELEARN}")
         try:
-            return cls.LearnedState.model_validate(state).model_dump(mode="json")
+            return cls.LearnedState.model_validate(data)
         except ValidationError as exc:
             raise ConfigError(f"{validation_message(exc, what)}; {_RELEARN}") from None
 
-    def restore_learned_state(self, state: Any, source: str) -> None:
-        """Load a saved :meth:`learned_state` (a resumed run, a worker), instead of optimising
-        again: checked (:meth:`check_learned_state`), then :meth:`load_learned_state`. A state
-        that does not fit is a one-line :class:`ConfigError` naming ``source``, its file; a
-        method without a schema loads a null state as nothing learned."""
-        state = self.check_learned_state(state, source)
+    @final
+    def restore_learned_state(self, data: Any, source: str) -> None:
+        """Load saved JSON ``data`` (a resumed run, a Ray worker) instead of optimising again:
+        checked (:meth:`check_learned_state`), then :meth:`load_learned_state`. A state that
+        does not fit the schema, or that the method rejects, is a one-line
+        :class:`ConfigError` naming ``source``."""
+        state = self.check_learned_state(data, source)
         if state is None:
             return
         try:
             self.load_learned_state(state)
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: {exc}; {_RELEARN}") from None
+        except ValueError as exc:  # a ConfigError or a pydantic ValidationError too
+            reason = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise ConfigError(
+                f"{source}: {self.name or type(self).__name__} learned state does not fit this "
+                f"config: {one_line(reason)}; {_RELEARN}"
+            ) from None
 
     @classmethod
     def learns(cls) -> bool:

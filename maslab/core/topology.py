@@ -202,6 +202,17 @@ class Topology:
         return topology
 
     @classmethod
+    def from_edges(
+        cls, edges: Iterable[tuple[str, str]], *, name: str = "", nodes: Iterable[str] = ()
+    ) -> Topology:
+        """The graph of ``edges`` (``u -> v``: v sees what u sends), its agents in the order the
+        edges first name them, then the agents of ``nodes`` no edge names (isolated agents)."""
+        topology = cls(name=name)
+        topology._graph.add_edges_from(edges)
+        topology._graph.add_nodes_from(nodes)
+        return topology
+
+    @classmethod
     def chain(cls, names: Sequence[str]) -> Topology:
         """``a0 -> a1 -> ... -> a_{n-1}``."""
         names = _unique(names, "chain()")

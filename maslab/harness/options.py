@@ -2,9 +2,10 @@
 
 :class:`RunOptions` is the definition: names (Python's spelling), types, defaults and what each
 does. ``maslab.evaluate`` / ``aevaluate`` take them as keywords (:class:`RunKeywords` spells
-them for type checkers and notebooks), ``maslab run`` as flags and a sweep file as keys;
-``tests/test_run_options.py`` derives each surface's names from this model and fails when one
-lacks an option. :func:`maslab.api.run_config` turns them into the validated
+them for type checkers and notebooks), ``maslab run`` as flags derived from the fields (their
+help is the descriptions: ``maslab.cli.run_flags``), and a sweep file as keys at its top and in
+its entries (:mod:`maslab.harness.sweep`); ``tests/test_run_options.py`` checks each surface
+against this model. :func:`~maslab.harness.configure.configure` turns them into the validated
 :class:`~maslab.harness.runner.RunConfig` that the runner, the Ray workers and the manifest use.
 """
 
@@ -25,59 +26,117 @@ strings (one, or several) whose values read as YAML."""
 
 
 class RunOptions(BaseModel):
-    """Every option of one run beside its method, benchmark and model."""
+    """Every option of one run beside its method, benchmark and model. Each field's
+    ``description`` is its help on every surface (``maslab run --help`` shows it)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     # the experiment
     split: str = Field(defaults.SPLIT, description="the benchmark split the run scores")
-    data: str | Path | None = Field(None, description="a local data file instead of the cache")
+    data: str | Path | None = Field(
+        None, description="a local data file (JSON, JSONL, Parquet) instead of the data cache"
+    )
     limit: int | None = Field(None, ge=1, description="the first N tasks only")
     shuffle: bool = Field(False, description="shuffle the tasks (by the seed) before the limit")
     repeats: int = Field(defaults.REPEATS, ge=1, description="independent attempts at each task")
-    seed: int = Field(defaults.SEED, description="keys every random draw of the run")
-    config: Overrides | None = Field(None, description="overrides of the method's settings")
-    model_roles: Mapping[str, Any] | Sequence[str] | None = Field(
-        None, description="roles or agents of the method on other models (NAME=MODEL)"
+    seed: int = Field(
+        defaults.SEED,
+        description="the run seed: each sample's random streams, the response cache's draws, "
+        "the shuffle",
     )
-    bench_options: Overrides | None = Field(None, description="the benchmark's options")
+    config: Overrides | None = Field(
+        None, description="overrides of the method's settings, e.g. agents=5 (values read as YAML)"
+    )
+    model_roles: Mapping[str, Any] | Sequence[str] | None = Field(
+        None,
+        description="put a role or an agent of the method on another model, e.g. "
+        "judge=openai:gpt-4o (NAME.temperature=T sets its temperature); `maslab list methods` "
+        "shows the roles",
+    )
+    bench_options: Overrides | None = Field(
+        None, description="the benchmark's options, e.g. difficulty=4 (arith)"
+    )
     # sampling, each call's
-    temperature: float = Field(defaults.TEMPERATURE, description="sampling temperature")
+    temperature: float = Field(defaults.TEMPERATURE, ge=0, le=2, description="sampling temperature")
     max_tokens: int | None = Field(
-        None, ge=1, description="completion tokens per call (by default the model's default)"
+        None,
+        ge=1,
+        description=f"completion tokens per model call (by default {defaults.MAX_TOKENS}; "
+        f"{defaults.DEMO_MAX_TOKENS} on the demo model)",
     )
     # scoring
-    evaluator: str | None = Field(None, description="the scoring protocol (the benchmark's)")
-    judge_model: str | None = Field(None, description="the judge of judged evaluators")
-    evaluator_options: Overrides | None = Field(None, description="the evaluator's options")
+    evaluator: str | None = Field(
+        None, description="the scoring protocol (by default the benchmark's)"
+    )
+    judge_model: str | None = Field(
+        None, description="the model spec of the judge, for an evaluator that asks one (llm_judge)"
+    )
+    evaluator_options: Overrides | None = Field(
+        None, description="the evaluator's options, e.g. judge_a=openai:gpt-4o (behaviour_coding)"
+    )
     # each sample's budgets
-    max_calls: int | None = Field(None, ge=1, description="model calls per sample")
-    max_sample_tokens: int | None = Field(None, ge=1, description="tokens per sample")
-    max_sample_seconds: float | None = Field(None, gt=0, description="wall seconds per sample")
+    max_calls: int | None = Field(None, ge=1, description="per-sample budget: model calls")
+    max_sample_tokens: int | None = Field(
+        None, ge=1, description="per-sample budget: tokens over all its calls"
+    )
+    max_sample_seconds: float | None = Field(
+        None, gt=0, description="per-sample budget: wall-clock seconds"
+    )
     # how it runs
     concurrency: int = Field(
         defaults.CONCURRENCY, ge=1, description="model calls in flight, and samples"
     )
     scheduler: Policy = Field(
-        defaults.SCHEDULER, description="which waiting call goes next at the cap"
+        defaults.SCHEDULER,
+        description="which waiting model call goes next when the concurrency binds: the one "
+        "waiting longest (fcfs) or the one whose sample is furthest along (progress)",
     )
-    endpoints: str | Path | None = Field(None, description="an endpoints file (model aliases)")
+    endpoints: str | Path | None = Field(
+        None, description="an endpoints YAML file (model aliases, keys, limits)"
+    )
     cache: bool | str | Path = Field(
-        True, description="the response cache: the user's (True), none (False) or a file"
+        True, description="the response cache: the user's (by default), a file, or none"
     )
     out: str | Path | None = Field(
-        None, description="the run directory (by default one named by the run's identity)"
+        None,
+        description="the run directory (by default runs/<benchmark>/<method>__<model>__<hash>, "
+        "named by the run's identity)",
     )
-    strict_sandbox: bool = Field(False, description="demand every sandbox protection")
+    strict_sandbox: bool = Field(
+        False,
+        description="refuse to start unless model-written code runs fully isolated (own "
+        "filesystem, /proc and network, unprivileged, process cap)",
+    )
     unsafe_no_sandbox: bool = Field(
-        False, description="let model-written code run unisolated, with your user's rights"
+        False,
+        description="let model-written code run where it cannot be isolated (no new root or no "
+        "network namespace), with your user's rights; recorded in the run",
     )
-    native: bool = Field(True, description="use native structured output and tool calls")
-    optimize_on: str | None = Field(None, description="a split the method learns from first")
-    optimize_limit: int | None = Field(None, ge=1, description="its first N tasks only")
+    native: bool = Field(
+        True,
+        description="let calls use native structured output and tool calls where the model "
+        "offers them (off: every call on the text protocol, for comparisons with text-only "
+        "servers)",
+    )
+    optimize_on: str | None = Field(
+        None,
+        description="let the method learn (its optimize step) on this split before the test "
+        "samples; it may share no task with the split",
+    )
+    optimize_limit: int | None = Field(
+        None, ge=1, description="optimise on the first N tasks of optimize_on only"
+    )
     shard: str | tuple[int, int] | None = Field(
-        None, description="run only shard i of N (i/N) of the tasks"
+        None,
+        description="run only shard i of N (i/N, 1 <= i <= N) of the tasks: task k (from 0) "
+        "goes to shard k mod N + 1; `maslab merge` combines the shards' directories",
     )
+
+
+SHARED = ("endpoints", "cache", "native", "concurrency", "scheduler")
+"""The options that runs executing together must agree on: one model pool and one call gate
+are built from them (:class:`~maslab.harness.runner.SharedResources`, a Ray worker's), so a
+sweep sets them once for all its cells."""
 
 
 class RunKeywords(TypedDict, total=False):

@@ -39,12 +39,13 @@ from maslab.core.scheduling import CallGate
 from maslab.core.task import Task
 from maslab.errors import ConfigError, RunFailed
 from maslab.harness.distributed import plan_shards, share, split_endpoints, usable_slots
+from maslab.harness.options import SHARED
 from maslab.harness.ray_watchdog import watch
 from maslab.harness.runner import all_or_first_failure
 from maslab.harness.samples import Finished, SampleSolver, build_evaluator
 from maslab.llm.cache import BATCH_SECONDS, BATCH_SIZE, ResponseCache
 from maslab.llm.endpoints import EndpointsFile, endpoints_table
-from maslab.llm.registry import ModelPool
+from maslab.llm.pool import ModelPool
 from maslab.llm.types import Completion
 from maslab.sandbox import require_isolation
 from maslab.store.run_store import LEARNED_STATE
@@ -68,7 +69,7 @@ class WorkersLost(RunFailed):
 class RunSpec:
     """What a worker needs to solve a run's samples, whatever files its machine holds: the
     config, the method's and the evaluator's classes (a notebook's own, too), the endpoints
-    table (not its file) and the state the method learned, if it learns."""
+    table (not its file) and the state the method learned (its JSON form), if it learns."""
 
     config: RunConfig
     method: type[Method]
@@ -156,7 +157,7 @@ class ShardWorker:
         """This slot's model pool and call gate for runs with ``run``'s settings: shared by
         every shard it runs, so its share holds across them."""
         config = run.config
-        key = (config.endpoints, config.cache, config.native, config.concurrency)
+        key = tuple(getattr(config, name) for name in SHARED)
         if key not in self._resources:
             pool = ModelPool(
                 endpoints=split_endpoints(run.endpoints, self.slot, self.slots),
@@ -318,7 +319,7 @@ class RayCluster:
             type(runner.method),
             type(runner.evaluator),
             endpoints_table(config.endpoints),
-            runner.method.learned_state() if config.optimize_on else None,
+            runner.method.dump_learned_state() if config.optimize_on else None,
         )
         shards = plan_shards(todo, self.shards, self.slots)
         await all_or_first_failure(self._shard(runner, Shard(spec, s)) for s in shards)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from maslab import defaults
-from maslab.bench.benchmark import get_benchmark
+from maslab.bench.benchmark import Benchmark, get_benchmark
 from maslab.bench.evaluation import Evaluator, get_evaluator, identity_options
 from maslab.core.context import Budget, check_sampling
 from maslab.core.method import Method, get_method
@@ -48,7 +48,7 @@ from maslab.harness.samples import (
     usage_fields,
 )
 from maslab.harness.shard import shard_out, shard_tasks
-from maslab.llm.registry import ModelPool
+from maslab.llm.pool import ModelPool
 from maslab.sandbox import (
     isolation_refusal,
     missing_isolation,
@@ -91,7 +91,7 @@ class RunConfig(BaseModel):
         method: A registered method's name.
         method_config: Its :class:`MethodConfig` settings; the paper's defaults for the rest.
         benchmark: A registered benchmark's name.
-        benchmark_options: Keyword arguments of the benchmark's constructor.
+        benchmark_options: The benchmark's options (its ``Config``); the defaults for the rest.
         split: Which split of the benchmark.
         limit: Run the first ``limit`` tasks (after any shuffle); None runs all.
         shuffle: Shuffle the tasks with ``seed`` before ``limit``.
@@ -106,7 +106,7 @@ class RunConfig(BaseModel):
         scheduler: Which waiting call goes next when ``concurrency`` binds (``fcfs`` or
             ``progress``, see :mod:`maslab.core.scheduling`); it orders calls, never changes them.
         evaluator: The scoring protocol; None is the benchmark's default.
-        evaluator_options: Keyword arguments of the evaluator's constructor (``judge``).
+        evaluator_options: The evaluator's options (its ``Config``: ``judge``, ...).
         max_calls: Per-sample budget: model calls.
         max_tokens: Per-sample budget: tokens (prompt and completion) over all calls.
         max_seconds: Per-sample budget: wall-clock seconds.
@@ -183,8 +183,8 @@ def _git_commit() -> str | None:
 
 
 _MANIFEST_FIELDS = {
-    "method", "method_config", "benchmark", "benchmark_options", "split", "limit", "seed", "data",
-    "model", "model_roles", "native", "sampling", "repeats", "concurrency", "shard",
+    "method", "method_config", "benchmark", "split", "limit", "seed", "data", "model",
+    "model_roles", "native", "sampling", "repeats", "concurrency", "shard",
 }  # fmt: skip
 
 
@@ -192,12 +192,17 @@ def _manifest(
     config: RunConfig,
     tasks: list[Task],
     dataset_hash: str,
+    benchmark: Benchmark,
     evaluator: str,
+    scorer: Evaluator,
     optimize: dict[str, Any],
     endpoint_caps: dict[str, int],
 ) -> Manifest:
+    """The run's manifest; the benchmark's and the evaluator's options as they checked them,
+    defaults included (the evaluator's less its execution options)."""
     return Manifest(
         **config.model_dump(include=_MANIFEST_FIELDS),
+        benchmark_options=benchmark.options,
         dataset_hash=dataset_hash,
         tasks=len(tasks),
         task_ids=[task.id for task in tasks],
@@ -207,9 +212,7 @@ def _manifest(
         maslab_version=__version__,
         git_commit=_git_commit(),
         python=platform.python_version(),
-        evaluator_options={
-            k: str(v) for k, v in identity_options(evaluator, config.evaluator_options).items()
-        },
+        evaluator_options=identity_options(evaluator, scorer.config.model_dump(mode="json")),
         sandbox={
             **protections(),
             "strict": config.strict_sandbox,
@@ -237,8 +240,9 @@ def _pool(config: RunConfig) -> ModelPool:
 class SharedResources:
     """What runs executing together share, so the run-wide caps hold across them: one model
     pool (one cap per endpoint, one response cache) and one gate on the model calls in flight.
-    Their runs must agree on the settings it was built from (endpoints, cache, native,
-    concurrency); its builder closes it (:meth:`aclose`), never a run.
+    Their runs must agree on the settings it was built from
+    (:data:`~maslab.harness.options.SHARED`); its builder closes it (:meth:`aclose`), never a
+    run.
     """
 
     models: ModelPool
@@ -246,7 +250,7 @@ class SharedResources:
 
     @classmethod
     def for_config(cls, config: RunConfig) -> SharedResources:
-        """The resources of runs with ``config``'s endpoints, cache, native and concurrency."""
+        """The resources of runs with ``config``'s shared settings."""
         return cls(_pool(config), CallGate(config.concurrency, config.scheduler))
 
     async def aclose(self) -> None:
@@ -319,7 +323,9 @@ class Runner:
             config,
             self.tasks,
             self.dataset_hash,
+            self.benchmark,
             self.evaluator_name,
+            self.evaluator,
             optimize,
             self.models.binding_caps(),
         )
@@ -449,7 +455,7 @@ class Runner:
         if failure is not None:
             raise failure
         self.store.write_learned_state(
-            self.method.learned_state(),
+            self.method.dump_learned_state(),
             method=config.method,
             split=config.optimize_on,
             tasks=len(self.optimize_tasks),

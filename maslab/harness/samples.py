@@ -21,9 +21,9 @@ from maslab.core.scheduling import CallGate
 from maslab.core.task import Task
 from maslab.errors import LLMConnectionError, RequestRejected
 from maslab.kit.aggregation import answer_key
-from maslab.llm.registry import ModelPool
+from maslab.llm.pool import ModelPool
 from maslab.sandbox import IsolationMissing, unsafe_no_sandbox
-from maslab.store.run_store import ResultRecord, Status
+from maslab.store.records import ResultRecord, Status, Trace
 
 if TYPE_CHECKING:
     from maslab.harness.runner import RunConfig
@@ -45,7 +45,7 @@ class Finished:
     endpoint itself is unusable (the run stops early when its first samples all did)."""
 
     record: ResultRecord
-    trace: dict[str, Any]
+    trace: Trace
     endpoint_failure: bool = False
 
 
@@ -81,12 +81,13 @@ def usage_fields(ctx: Context) -> dict[str, Any]:
 
 def trace(
     task_id: str, repeat: int, prompt: str | None, ctx: Context, task: Task | None = None
-) -> dict[str, Any]:
-    """A sample's trace line: its calls, the requests of its programs that the bridge refused
-    and the calls of theirs that failed (:mod:`maslab.kit.bridge`), its transcript and the topology
-    it ran on; given the ``task``, also the answer extracted from each message as its answer
-    type extracts (None where there is none), which :mod:`maslab.analysis.trajectory` reads."""
-    line = {
+) -> Trace:
+    """A sample's trace (:class:`~maslab.store.records.Trace`, checked as it is built): its
+    calls, the requests of its programs that the bridge refused and the calls of theirs that
+    failed (:mod:`maslab.kit.bridge`), its transcript and the topology it ran on; given the
+    ``task``, also the answer extracted from each message as its answer type extracts (None
+    where there is none), which :mod:`maslab.analysis.trajectory` reads."""
+    line: dict[str, Any] = {
         "task_id": task_id,
         "repeat": repeat,
         "prompt": prompt,
@@ -98,7 +99,7 @@ def trace(
     }
     if task is not None:
         line["answers"] = [answer_key(task, m.content) for m in ctx.transcript]
-    return line
+    return Trace.model_validate(line)
 
 
 class SampleSolver:

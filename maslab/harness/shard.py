@@ -177,6 +177,8 @@ def _write_merge(
     task_ids = _interleave({m.shard[0]: m.task_ids or [] for m in manifests if m.shard}, n)
     merged = manifests[0].model_copy(
         update={
+            # the lines are copied as they are: the newest of their formats is the merge's
+            "format_version": max(m.format_version for m in manifests),
             "shard": None,
             "task_ids": task_ids,
             "tasks": len(task_ids),

@@ -9,7 +9,7 @@ methods:
 benchmarks:
   - gsm8k
   - {name: arith, options: {difficulty: 4}, optimize_on: dev, optimize_limit: 20}
-  - {name: arith, options: {difficulty: 6}, label: arith-hard}   # one name twice: label them
+  - {name: arith, options: {difficulty: 6}, label: arith-hard, limit: 20}   # labelled: twice
 limit: 50
 shuffle: false                # shuffle each benchmark's tasks with seed before the limit
 repeats: 1
@@ -23,100 +23,112 @@ max_calls: 20                 # per-sample budgets, as maslab run --max-calls,
 max_sample_tokens: 60000      # --max-sample-tokens and --max-sample-seconds
 max_sample_seconds: 300
 
-Every option of ``maslab run`` (and of :func:`maslab.evaluate`) has its key: per sweep, or per
-method (``config``, ``model_roles``) or benchmark (``options``, ``data``, ``split``, ``limit``,
-``optimize_on``, ``optimize_limit``) entry; ``sampling`` holds temperature and max_tokens. Where
-the samples are solved (``--backend`` and Ray's options), ``--quiet`` and ``--import`` are
-``maslab sweep``'s options, for all the cells; a shard (``--shard``) is not a sweep's.
+Every run option (:class:`~maslab.harness.options.RunOptions`: ``maslab run``'s options, with
+:func:`maslab.evaluate`'s names) is a key: at the top of the file, for every cell, or in a
+method or benchmark entry, for that entry's cells. A cell's options are the file's, replaced
+by its benchmark entry's, then by its method entry's, and are checked as ``maslab run``'s are
+(:func:`~maslab.harness.configure.configure`). Beside them: ``out`` at the top is the sweep's
+directory (a cell's run is ``out/<benchmark>/<method>/<model>``, by their labels); a
+benchmark entry's ``options`` are its ``bench_options``; ``sampling`` may hold temperature and
+max_tokens and the other sampling parameters (``top_p``, ``stop``, ...). The options the cells
+share (:data:`~maslab.harness.options.SHARED`: endpoints, cache, native, concurrency,
+scheduler) go only at the top, and a shard (``--shard``) is not a sweep's. Where the samples
+are solved (``--backend`` and Ray's options), ``--quiet`` and ``--import`` are
+``maslab sweep``'s options, for all the cells.
 
-A file is checked as a whole (names, configs, providers, endpoint aliases) before anything runs.
-What only the environment can make right (an API key variable, a dataset) is checked per cell,
-by the caller, so one missing piece sets aside only the cells that need it. Up to
-``max_cells`` cells run at once, sharing one ``concurrency`` cap and every endpoint's own.
+A file is checked as a whole (names, configs, providers, endpoint aliases, every cell's
+options) before anything runs. What only the environment can make right (an API key variable,
+a dataset) is checked per cell, by the caller, so one missing piece sets aside only the cells
+that need it. Up to ``max_cells`` cells run at once, sharing one ``concurrency`` cap and every
+endpoint's own.
 
-A benchmark's ``optimize_on`` (and ``optimize_limit``) gives the methods that learn (those with
-an ``optimize`` step) an optimisation step on that split (``maslab run --optimize-on``); the
-other methods run without one.
+A file's ``judge_model`` goes to the cells whose evaluator asks a judge. ``optimize_on`` (and
+``optimize_limit``) give the methods that learn (those with an ``optimize`` step) an
+optimisation step on that split (``maslab run --optimize-on``); the other methods run without
+one.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import inspect
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from maslab import defaults
 from maslab.bench.benchmark import get_benchmark
-from maslab.bench.evaluation import check_evaluator_options, get_evaluator
-from maslab.config_files import load_yaml
+from maslab.config_files import load_yaml, validation_message
 from maslab.core.context import check_sampling
 from maslab.core.method import get_method
-from maslab.core.roles import role_models
-from maslab.core.scheduling import Policy
-from maslab.errors import ConfigError
+from maslab.errors import ConfigError, MaslabError
+from maslab.harness.configure import checked_method, configure
+from maslab.harness.configure import judge_options as judge_options  # its old home
+from maslab.harness.configure import unused_judge as unused_judge  # its old home
+from maslab.harness.options import SHARED, RunOptions
 from maslab.harness.runner import RunConfig
 from maslab.llm.endpoints import load_endpoints
 from maslab.llm.registry import check_model
-from maslab.paths import default_response_cache
+
+# the run options a sweep file does not take, and why
+NOT_IN_A_SWEEP = {"shard": "a shard is one machine's part of one run (maslab merge), not a sweep's"}
+# those a method or benchmark entry does not take, and why
+NOT_IN_AN_ENTRY = {
+    **NOT_IN_A_SWEEP,
+    **dict.fromkeys(SHARED, "the cells share it (one model pool, one call cap): set it at the top"),
+    "out": "the labels name an entry's directories under the sweep's out (label:)",
+}
+# sampling's keys that are run options
+RUN_SAMPLING = ("temperature", "max_tokens")
 
 
-def unused_judge(option: str, evaluators: Iterable[str]) -> ConfigError:
-    """The error for a judge model given where none of ``evaluators`` asks one."""
-    return ConfigError(
-        f"{option} is only for an evaluator that asks a judge model (llm_judge), "
-        f"not for {' or '.join(evaluators)}"
-    )
+def _refuse(given: set[str], refused: dict[str, str], where: str) -> None:
+    for key in sorted(given & refused.keys()):
+        raise ValueError(f"{key} is not for {where}: {refused[key]}")
 
 
-def judge_options(evaluator: str, judge: str | None) -> dict[str, Any]:
-    """``{"judge": judge}`` for an evaluator that asks a judge model, else ``{}``; a
-    :class:`ConfigError` when the evaluator needs a judge and ``judge`` is None."""
-    parameter = inspect.signature(get_evaluator(evaluator)).parameters.get("judge")
-    if parameter is None:
-        return {}
-    if judge is None:
-        if parameter.default is inspect.Parameter.empty:
-            raise ConfigError(
-                f"evaluator {evaluator} needs a judge model: --judge-model SPEC "
-                "(judge_model: in a sweep file), e.g. openai:gpt-4o-mini"
-            )
-        return {}
-    return {"judge": judge}
-
-
-class MethodCell(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Entry(RunOptions):
+    """A method or benchmark of the grid: its name, the label that names its directories (the
+    name by default), and the run options its cells take instead of the file's."""
 
     name: str
-    config: dict[str, Any] = Field(default_factory=dict)
-    model_roles: dict[str, Any] = Field(default_factory=dict)
     label: str | None = None
 
     @model_validator(mode="after")
-    def _known(self) -> MethodCell:
-        method = get_method(self.name)(self.config)  # unknown names, bad configs: one line
-        self.model_roles = method.check_model_roles(self.model_roles)
+    def _overridable(self) -> Self:
+        _refuse(self.model_fields_set, NOT_IN_AN_ENTRY, "an entry")
+        return self
+
+    def overrides(self) -> dict[str, Any]:
+        """The run options this entry sets."""
+        return {k: getattr(self, k) for k in self.model_fields_set & RunOptions.model_fields.keys()}
+
+
+class MethodCell(Entry):
+    """A method entry (``config`` and ``model_roles`` are its usual options)."""
+
+    @model_validator(mode="after")
+    def _known(self) -> Self:
+        checked_method(self.name, self)  # unknown names, bad configs and roles: one line
         return self
 
 
-class BenchmarkCell(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BenchmarkCell(Entry):
+    """A benchmark entry; its ``options`` are its ``bench_options``."""
 
-    name: str
-    options: dict[str, Any] = Field(default_factory=dict)
-    data: str | None = None
-    split: str = defaults.SPLIT
-    limit: int | None = Field(None, ge=1)
-    optimize_on: str | None = None
-    optimize_limit: int | None = Field(None, ge=1)
-    label: str | None = None
+    @model_validator(mode="before")
+    @classmethod
+    def _options(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "options" in data:
+            if "bench_options" in data:
+                raise ValueError("give the benchmark's options once: options or bench_options")
+            data = {**data, "bench_options": data["options"]}
+            del data["options"]
+        return data
 
     @field_validator("name")
     @classmethod
@@ -125,36 +137,21 @@ class BenchmarkCell(BaseModel):
         return name
 
 
-class Sweep(BaseModel):
-    """A validated sweep file."""
+class Sweep(RunOptions):
+    """A validated sweep file: the run options every cell takes unless its entries say
+    otherwise, and the grid."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    out: str = "runs/sweep"
-    endpoints: str | None = None  # before the models, which are checked against it
+    out: str = Field(
+        "runs/sweep",
+        description="the sweep's directory: a cell's run is out/<benchmark>/<method>/<model>",
+    )
     models: list[str] = Field(min_length=1)
     methods: list[MethodCell] = Field(min_length=1)
     benchmarks: list[BenchmarkCell] = Field(min_length=1)
-    limit: int | None = Field(None, ge=1)
-    shuffle: bool = False
-    repeats: int = Field(defaults.REPEATS, ge=1)
-    seed: int = defaults.SEED
-    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
-    max_cells: int = Field(defaults.MAX_CELLS, ge=1)
-    scheduler: Policy = defaults.SCHEDULER
-    sampling: dict[str, Any] = Field(default_factory=lambda: dict(defaults.SAMPLING))
-    evaluator: str | None = None
-    judge_model: str | None = None
-    evaluator_options: dict[str, Any] = Field(default_factory=dict)
-    # every cell's per-sample budgets: maslab run's --max-calls, --max-sample-tokens and
-    # --max-sample-seconds (RunConfig's max_calls, max_tokens and max_seconds)
-    max_calls: int | None = Field(None, ge=1)
-    max_sample_tokens: int | None = Field(None, ge=1)
-    max_sample_seconds: float | None = Field(None, gt=0)
-    cache: str | bool = True
-    strict_sandbox: bool = False
-    unsafe_no_sandbox: bool = False
-    native: bool = True
+    max_cells: int = Field(defaults.MAX_CELLS, ge=1, description="cells run at once")
+    sampling: dict[str, Any] = Field(
+        default_factory=dict, description="every call's sampling parameters (temperature, ...)"
+    )
 
     @field_validator("methods", "benchmarks", mode="before")
     @classmethod
@@ -166,7 +163,7 @@ class Sweep(BaseModel):
 
     @field_validator("endpoints")
     @classmethod
-    def _endpoints_file(cls, path: str | None) -> str | None:
+    def _endpoints_file(cls, path: str | Path | None) -> str | Path | None:
         if path is not None:
             load_endpoints(path)
         return path
@@ -184,47 +181,21 @@ class Sweep(BaseModel):
             check_model(spec, info.data.get("endpoints"), keys=False)
         return models
 
-    @field_validator("methods")
-    @classmethod
-    def _role_models(cls, methods: list[MethodCell], info: ValidationInfo) -> list[MethodCell]:
-        for cell in methods:
-            for spec in role_models(cell.model_roles):
-                check_model(spec, info.data.get("endpoints"), keys=False)
-        return methods
-
-    @field_validator("judge_model")
-    @classmethod
-    def _judge(cls, spec: str | None, info: ValidationInfo) -> str | None:
-        if spec is not None:
-            check_model(spec, info.data.get("endpoints"), keys=False)
-        return spec
-
-    @field_validator("evaluator")
-    @classmethod
-    def _evaluator(cls, name: str | None) -> str | None:
-        if name is not None:
-            get_evaluator(name)
-        return name
-
     @model_validator(mode="after")
-    def _judged(self) -> Sweep:
-        """Every evaluator has the judge model it needs, and a judge model has a use."""
-        evaluators = {self.evaluator or get_benchmark(b.name).evaluator for b in self.benchmarks}
-        judged = [name for name in sorted(evaluators) if judge_options(name, self.judge_model)]
-        if self.judge_model and not judged:
-            raise unused_judge("judge_model", sorted(evaluators))
-        if self.evaluator_options:
-            if self.evaluator is None:
-                raise ValueError(
-                    "evaluator_options are the options of one evaluator: name it (evaluator:)"
-                )
-            if self.judge_model and "judge" in self.evaluator_options:
-                raise ValueError("give the judge once: judge_model or evaluator_options judge")
-            check_evaluator_options(self.evaluator, self.scoring(), "evaluator_options")
+    def _grid(self) -> Self:
+        """The file's own rules, then every cell checked as ``maslab run`` checks a run."""
+        _refuse(self.model_fields_set, NOT_IN_A_SWEEP, "a sweep")
+        for key in sorted(self.model_fields_set & self.sampling.keys()):
+            raise ValueError(f"give {key} once: at the top or in sampling")
+        if "evaluator_options" in self.model_fields_set and self.evaluator is None:
+            raise ValueError(
+                "evaluator_options are the options of one evaluator: name it (evaluator:)"
+            )
+        self._distinct_directories()
+        self.cells()
         return self
 
-    @model_validator(mode="after")
-    def _distinct_directories(self) -> Sweep:
+    def _distinct_directories(self) -> None:
         """Two entries of one benchmark (other options, split) or of one method (other configs)
         would share a run directory, and its identity check would refuse the second."""
         for kind, entries in (("benchmarks", self.benchmarks), ("methods", self.methods)):
@@ -234,55 +205,47 @@ class Sweep(BaseModel):
                     f"{kind} {', '.join(twice)} appear more than once: give each entry its own "
                     "label (label:), which names its directory"
                 )
-        return self
 
-    def scoring(self, benchmark: str | None = None) -> dict[str, Any]:
-        """The options of the evaluator that scores ``benchmark`` (the file's evaluator, else
-        the benchmark's own): the judge model where it takes one, then ``evaluator_options``."""
-        name = self.evaluator or get_benchmark(str(benchmark)).evaluator
-        return {**judge_options(name, self.judge_model), **self.evaluator_options}
+    def run_options(self) -> dict[str, Any]:
+        """The file's run options, every cell's unless its entries replace them."""
+        options = {k: getattr(self, k) for k in RunOptions.model_fields.keys() - {"out"}}
+        return options | {k: v for k, v in self.sampling.items() if k in RUN_SAMPLING}
 
     def cells(self, *, limit: int | None = None) -> list[Cell]:
         """One run per benchmark x method x model, each in its own directory under ``out``;
         ``limit`` caps every cell's number of tasks."""
-        cache = str(default_response_cache()) if self.cache is True else (self.cache or None)
-        cells = []
+        extra = {k: v for k, v in self.sampling.items() if k not in RUN_SAMPLING}
+        cells: list[Cell] = []
+        evaluators: set[str] = set()
+        judged = False
         for bench, method, model in itertools.product(self.benchmarks, self.methods, self.models):
             label, bench_label = method.label or method.name, bench.label or bench.name
+            entries = {**bench.overrides(), **method.overrides()}
+            options = {**self.run_options(), **entries}
+            evaluator = options["evaluator"] or get_benchmark(bench.name).evaluator
+            evaluators.add(evaluator)
+            if "judge_model" not in entries and options["judge_model"]:  # the file's judge
+                if judge_options(evaluator, options["judge_model"]):
+                    judged = True
+                else:
+                    options["judge_model"] = None
+            if not get_method(method.name).learns():
+                options["optimize_on"] = options["optimize_limit"] = None
+            caps = [n for n in (options["limit"], limit) if n is not None]
             slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
-            caps = [n for n in (bench.limit or self.limit, limit) if n is not None]
-            learns = get_method(method.name).learns()
-            config = RunConfig(
-                method=method.name,
-                method_config=method.config,
-                benchmark=bench.name,
-                benchmark_options=bench.options,
-                split=bench.split,
-                limit=min(caps, default=None),
-                shuffle=self.shuffle,
-                data=bench.data,
-                model=model,
-                model_roles=method.model_roles,
-                endpoints=self.endpoints,
-                sampling=self.sampling,
-                repeats=self.repeats,
-                seed=self.seed,
-                concurrency=self.concurrency,
-                scheduler=self.scheduler,
-                evaluator=self.evaluator,
-                evaluator_options=self.scoring(bench.name),
-                max_calls=self.max_calls,
-                max_tokens=self.max_sample_tokens,
-                max_seconds=self.max_sample_seconds,
-                cache=cache,
-                strict_sandbox=self.strict_sandbox,
-                unsafe_no_sandbox=self.unsafe_no_sandbox,
-                native=self.native,
-                optimize_on=bench.optimize_on if learns else None,
-                optimize_limit=bench.optimize_limit if learns else None,
-                out=str(Path(self.out) / bench_label / label / slug),
-            )
+            options["limit"] = min(caps, default=None)
+            options["out"] = str(Path(self.out) / bench_label / label / slug)
+            cell = f"{bench_label}/{label}/{model}"
+            try:
+                run = RunOptions.model_validate(options)
+                config = configure(method.name, bench.name, model, run, keys=False, sampling=extra)
+            except ValidationError as exc:
+                raise ConfigError(validation_message(exc, cell)) from None
+            except MaslabError as exc:
+                raise ConfigError(f"{cell}: {exc}") from None
             cells.append(Cell(bench.name, method.name, label, model, config, bench_label))
+        if self.judge_model and not judged:
+            raise unused_judge("judge_model", sorted(evaluators))
         return cells
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from maslab.core.answers import Vote, majority_vote, normalize_answer
 from maslab.core.context import Context
@@ -43,6 +44,14 @@ def majority_decision(task: Task, responses: Sequence[str]) -> Decision:
         if answer is not None and normalize_answer(answer, task.answer_type) == target:
             return Decision(response, vote, extracted)
     raise AssertionError("the winner comes from one of the responses")
+
+
+def propose_vote(ctx: Context, task: Task, responses: Sequence[str], **metadata: Any) -> Decision:
+    """Vote over ``responses`` (:func:`majority_decision`) and propose the winning response as
+    the best answer so far (what a budget stop scores), with ``metadata`` and the vote counts."""
+    decision = majority_decision(task, responses)
+    ctx.propose(decision.response, **metadata, votes=decision.vote.counts)
+    return decision
 
 
 async def llm_aggregate(

@@ -1,6 +1,8 @@
 """Small learnable policies for methods that learn their structure (``optimize``): NumPy only.
 
-Two policies, each a table of logits that serialises to JSON (a method's learned state):
+Two policies, each a table of logits whose state (:class:`EdgePolicyState`,
+:class:`ChoicePolicyState`: ``policy.state()`` and ``Policy.from_state(state)``) is a part of
+a method's learned state:
 
 - :class:`EdgePolicy`: an independent Bernoulli per edge of a candidate :class:`Topology`,
   ``P(edge) = sigmoid(logit)``. :meth:`~EdgePolicy.sample` draws a graph,
@@ -49,15 +51,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from maslab.core.context import derive_seed
 from maslab.core.method import FiniteNumber
 from maslab.core.topology import Topology
-from maslab.errors import ConfigError
 
 Edge = tuple[str, str]
 
@@ -217,36 +217,28 @@ class EdgePolicy:
         """``logit_e += lr · credit_e`` (edge-level advantages from :func:`edge_credit`)."""
         self.logits += lr * np.asarray(credit, dtype=float)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "nodes": list(self.nodes),
-            "edges": [list(e) for e in self.edges],
-            "logits": self.logits.tolist(),
-            "features": self.weights.shape[1],
-            "weights": self.weights.tolist(),
-        }
+    def state(self) -> EdgePolicyState:
+        """The policy as a learned state holds it."""
+        return EdgePolicyState(
+            nodes=list(self.nodes),
+            edges=list(self.edges),
+            logits=self.logits.tolist(),
+            features=self.weights.shape[1],
+            weights=self.weights.tolist(),
+        )
 
     @classmethod
-    def from_json(cls, data: Any, where: str = "edge policy") -> EdgePolicy:
-        """A policy from :meth:`to_json` (without ``features`` and ``weights``: no features)."""
-        try:
-            edges = [(u, v) for u, v in data["edges"]]
-            features = int(data.get("features", 0))
-            policy = cls(edges, [float(x) for x in data["logits"]], features)
-            if features:
-                weights = np.asarray(data["weights"], dtype=float)
-                if weights.shape != policy.weights.shape:
-                    raise ValueError(f"weights {weights.shape}, not {policy.weights.shape}")
-                policy.weights = weights
-            policy.nodes = [str(n) for n in data["nodes"]]
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ConfigError(f"{where}: malformed edge policy ({exc!r})") from None
+    def from_state(cls, state: EdgePolicyState) -> EdgePolicy:
+        """The policy a learned state holds (its shapes were checked by the state)."""
+        policy = cls(state.edges, state.logits, state.features)
+        policy.weights = np.array(state.weights, dtype=float).reshape(policy.weights.shape)
+        policy.nodes = list(state.nodes)
         return policy
 
 
 class EdgePolicyState(BaseModel):
-    """The schema of :meth:`EdgePolicy.to_json` in a learned state (its shapes are checked by
-    :meth:`EdgePolicy.from_json`)."""
+    """An :class:`EdgePolicy` in a learned state: its nodes, its distinct edges (between those
+    nodes), a finite logit per edge and a row of ``features`` finite weights per edge."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -255,6 +247,19 @@ class EdgePolicyState(BaseModel):
     logits: list[FiniteNumber]
     features: int = Field(ge=0, strict=True)
     weights: list[list[FiniteNumber]]
+
+    @model_validator(mode="after")
+    def _shapes(self) -> EdgePolicyState:
+        edges = len(self.edges)
+        if len(set(self.edges)) != edges:
+            raise ValueError("each edge may appear once")
+        if strays := sorted({node for edge in self.edges for node in edge} - set(self.nodes)):
+            raise ValueError(f"edges between nodes it does not list: {', '.join(strays)}")
+        if len(self.logits) != edges:
+            raise ValueError(f"{edges} edges need as many logits, got {len(self.logits)}")
+        if len(self.weights) != edges or any(len(w) != self.features for w in self.weights):
+            raise ValueError(f"weights must hold a row of {self.features} per edge ({edges})")
+        return self
 
 
 # -- choices --------------------------------------------------------------------------------
@@ -321,37 +326,48 @@ class ChoicePolicy:
             if step.features:
                 self.weights[step.slot] += lr * advantage * np.outer(grad, step.features)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "slots": list(self.slots),
-            "options": list(self.options),
-            "logits": self.logits.tolist(),
-            "weights": self.weights.tolist(),
-        }
+    def state(self) -> ChoicePolicyState:
+        """The policy as a learned state holds it."""
+        return ChoicePolicyState(
+            slots=list(self.slots),
+            options=list(self.options),
+            logits=self.logits.tolist(),
+            weights=self.weights.tolist(),
+        )
 
     @classmethod
-    def from_json(cls, data: Any, where: str = "choice policy") -> ChoicePolicy:
-        try:
-            weights = np.asarray(data["weights"], dtype=float)
-            policy = cls(
-                data["slots"], data["options"], weights.shape[2] if weights.ndim == 3 else 0
-            )
-            logits = np.asarray(data["logits"], dtype=float)
-            if logits.shape != policy.logits.shape or weights.shape != policy.weights.shape:
-                raise ValueError("logits or weights of the wrong shape")
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise ConfigError(f"{where}: malformed choice policy ({exc!r})") from None
-        policy.logits, policy.weights = logits, weights
+    def from_state(cls, state: ChoicePolicyState) -> ChoicePolicy:
+        """The policy a learned state holds (its shapes were checked by the state)."""
+        policy = cls(state.slots, state.options, features=len(state.weights[0][0]))
+        policy.logits = np.array(state.logits, dtype=float)
+        policy.weights = np.array(state.weights, dtype=float)
         return policy
 
 
 class ChoicePolicyState(BaseModel):
-    """The schema of :meth:`ChoicePolicy.to_json` in a learned state (its shapes are checked
-    by :meth:`ChoicePolicy.from_json`)."""
+    """A :class:`ChoicePolicy` in a learned state: its slots and options, a finite logit per
+    slot and option, and as many finite feature weights for each."""
 
     model_config = ConfigDict(extra="forbid")
 
-    slots: list[str]
-    options: list[str]
+    slots: list[str] = Field(min_length=1)
+    options: list[str] = Field(min_length=1)
     logits: list[list[FiniteNumber]]
     weights: list[list[list[FiniteNumber]]]
+
+    @model_validator(mode="after")
+    def _shapes(self) -> ChoicePolicyState:
+        slots, options = len(self.slots), len(self.options)
+        if len(self.logits) != slots or any(len(row) != options for row in self.logits):
+            raise ValueError(f"logits must hold a row of {options} (options) per slot ({slots})")
+        features = {len(w) for row in self.weights for w in row}
+        if (
+            len(self.weights) != slots
+            or any(len(row) != options for row in self.weights)
+            or len(features) != 1
+        ):
+            raise ValueError(
+                f"weights must hold {options} rows (options) of one length (features) per slot "
+                f"({slots})"
+            )
+        return self

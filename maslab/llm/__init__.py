@@ -8,7 +8,8 @@ if TYPE_CHECKING:  # each name below loads on first use (see maslab.lazy)
     from maslab.llm.cache import Cached, ResponseCache
     from maslab.llm.endpoints import Endpoint, load_endpoints
     from maslab.llm.ledger import CallRecord, UsageLedger, UsageTotals
-    from maslab.llm.registry import ModelPool, load_model, parse_spec, providers, register_provider
+    from maslab.llm.pool import ModelPool
+    from maslab.llm.registry import load_model, parse_spec, providers, register_provider
     from maslab.llm.retry import RetryPolicy
     from maslab.llm.types import (
         ChatMessage,
@@ -32,7 +33,7 @@ __getattr__, __dir__ = lazy_exports(
         "CallRecord": "maslab.llm.ledger",
         "UsageLedger": "maslab.llm.ledger",
         "UsageTotals": "maslab.llm.ledger",
-        "ModelPool": "maslab.llm.registry",
+        "ModelPool": "maslab.llm.pool",
         "load_model": "maslab.llm.registry",
         "parse_spec": "maslab.llm.registry",
         "providers": "maslab.llm.registry",

@@ -19,7 +19,7 @@ An endpoints file maps a model alias to one or more OpenAI-compatible endpoints:
         tools: true                        # native function calling
 
 Several endpoints under one alias are load-balanced, each sample kept on one endpoint
-(:class:`~maslab.llm.pool.Balanced` states the rule). An endpoint without ``max_concurrency``
+(:class:`~maslab.llm.balancing.Balanced` states the rule). An endpoint without ``max_concurrency``
 (any ``model@url`` or default-server one too) takes the run's ``concurrency`` as its cap, and
 ``ENDPOINT_MAX_CONCURRENCY`` outside a run. API keys are only ever read from the environment
 variable an endpoint names, and are registered as secrets the moment they are read. ``retry``

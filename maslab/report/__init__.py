@@ -29,6 +29,7 @@ from maslab.report.plots import colour, convergence, cost_accuracy, glyph, pass_
 from maslab.report.topology_svg import topology_svg
 from maslab.report.triage import Triage
 from maslab.secrets import redact
+from maslab.store.records import ChatTurn, Trace, TraceCall, TraceMessage
 from maslab.store.run_store import Manifest, ResultRecord, RunStore, partial_file
 
 Prices = Mapping[str, tuple[float, float]]
@@ -280,7 +281,7 @@ def _topologies(run: _Run) -> str:
     return f'<h4>Topologies</h4><div class="topologies">{drawn}</div>' if drawn else ""
 
 
-def _tally(trace: Mapping[str, Any]) -> str:
+def _tally(trace: Trace) -> str:
     """'42 ×2, 41 ×1; 1 agent gave none': the answers of the agents in the last round."""
     rounds = trajectory.round_answers(trace)
     finals = list(rounds[max(rounds)].values()) if rounds else []
@@ -290,45 +291,44 @@ def _tally(trace: Mapping[str, Any]) -> str:
     return "; ".join(filter(None, (counted, none)))
 
 
-def _messages(messages: Sequence[Mapping[str, Any]], answers: Sequence[str | None] | None) -> str:
+def _messages(messages: Sequence[TraceMessage], answers: Sequence[str | None] | None) -> str:
     items = []
     for i, m in enumerate(messages):
         answer = None if answers is None or i >= len(answers) else answers[i]
         about = [
-            None if m.get("round") is None else f"round {m['round']}",
-            m.get("kind"),
-            "→ " + ", ".join(m["recipients"]) if m.get("recipients") else None,
+            None if m.round is None else f"round {m.round}",
+            m.kind,
+            "→ " + ", ".join(m.recipients) if m.recipients else None,
             None if answers is None else "no answer" if answer is None else f"answer {answer}",
         ]
         items.append(
-            f'<div class="msg"><div class="who"><b>{escape(str(m.get("sender")))}</b> '
+            f'<div class="msg"><div class="who"><b>{escape(m.sender)}</b> '
             f'<span class="muted">{escape(" · ".join(filter(None, about)))}</span></div>'
-            f"<pre>{escape(str(m.get('content', '')))}</pre></div>"
+            f"<pre>{escape(m.content)}</pre></div>"
         )
     return "".join(items)
 
 
-def _calls(calls: Sequence[Mapping[str, Any]]) -> str:
+def _calls(calls: Sequence[TraceCall]) -> str:
     """Each call's details, a chat that goes on from its agent's previous call and reply
     showing only what is new."""
-    history: dict[str, list[Any]] = {}  # agent -> its last call's messages and reply
+    history: dict[str, list[ChatTurn]] = {}  # agent -> its last call's messages and reply
     shown = []
     for call in calls:
-        agent, chat = str(call.get("agent")), list(call.get("messages") or ())
+        agent, chat = str(call.agent), list(call.messages)
         before = history.get(agent, [])
         known = len(before) if before and chat[: len(before)] == before else 0
         shown.append(call_html(call, known))
-        reply = call.get("response")
-        history[agent] = [*chat, {"role": "assistant", "content": reply}] if reply else chat
+        reply = call.response
+        history[agent] = [*chat, ChatTurn(role="assistant", content=reply)] if reply else chat
     return "".join(shown)
 
 
-def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run, target: str) -> str:
+def _record(record: ResultRecord, trace: Trace, run: _Run, target: str) -> str:
     """One sample's drill-down, with the signals that fired on it; its topology only by
     reference when the run's section drew it. A link to ``target`` (an element at the top of
     its content) opens it."""
     score = record.score
-    answers = trace.get("answers")
     tally = _tally(trace) if trajectory.has_answers(trace) else None
     verdict = "error" if record.status == "error" else "ok" if record.correct else "bad"
     marks = {"error": "error", "ok": "✓ correct", "bad": "✗ wrong"}
@@ -347,20 +347,20 @@ def _record(record: ResultRecord, trace: Mapping[str, Any], run: _Run, target: s
         + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in facts.items() if v is not None)
         + "</dl>"
     ]
-    if trace.get("prompt") is not None:
-        parts.append(f"<h4>Prompt</h4><pre>{escape(str(trace['prompt']))}</pre>")
-    if trace.get("topology"):
-        spec = orjson.dumps(trace["topology"])
+    if trace.prompt is not None:
+        parts.append(f"<h4>Prompt</h4><pre>{escape(trace.prompt)}</pre>")
+    if trace.topology is not None:
+        spec = trace.topology.as_json()
         drawn = list(run.figures.topologies)
         if spec not in drawn:
             parts.append(f"<h4>Topology</h4>{topology_svg(spec)}")
         elif len(drawn) > 1:
             i = drawn.index(spec) + 1
             parts.append(f'<p>Topology: <a href="#{run.anchor}-topology-{i}">topology {i}</a></p>')
-    if trace.get("messages"):
-        parts.append(f"<h4>Messages</h4>{_messages(trace['messages'], answers)}")
-    if trace.get("calls"):
-        parts.append(f"<h4>Calls</h4>{_calls(trace['calls'])}")
+    if trace.messages:
+        parts.append(f"<h4>Messages</h4>{_messages(trace.messages, trace.answers)}")
+    if trace.calls:
+        parts.append(f"<h4>Calls</h4>{_calls(trace.calls)}")
     extracted = f" → {escape(score.extracted)}" if score and score.extracted is not None else ""
     votes = f" · votes {escape(tally)}" if tally else ""
     fired = run.triage.fired.get(record.key, {})
@@ -439,7 +439,8 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
         yield f'<h4>Samples</h4><p class="muted">{order}</p>{chooser}'
     traces = run.store.traces_of(r.key for r in records)
     for record, (_, trace) in zip(records, traces, strict=True):
-        yield _record(record, trace or {}, run, targets[record.key])
+        shown = trace or Trace(task_id=record.task_id, repeat=record.repeat)  # none: no parts
+        yield _record(record, shown, run, targets[record.key])
     yield "</section>"
 
 

@@ -11,16 +11,14 @@ extracted answer per message); traces without it add nothing to the rounds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import orjson
 
 from maslab.analysis.trajectory import final_answer, round_answers, vote_tally
 from maslab.analysis.triage import sample_signals
 from maslab.core.answers import AnswerType, normalize_answer
-from maslab.store.run_store import Key, ResultRecord, RunStore
+from maslab.store.records import Key, ResultRecord, Trace
+from maslab.store.run_store import RunStore
 
 MAX_TOPOLOGIES = 6
 """The most distinct topologies a run's section draws; a sample on another one draws its own."""
@@ -66,26 +64,26 @@ class TraceFigures:
         """Whether the samples' answers span two or more rounds."""
         return len(self.rounds) > 1
 
-    def add(self, record: ResultRecord, trace: Mapping[str, Any] | None) -> None:
+    def add(self, record: ResultRecord, trace: Trace | None) -> None:
         """Count in ``record`` and its trace (None: it has none)."""
         if not record.signals:
             self.signals[record.key] = sample_signals(record, trace)
         if trace is None:
             return
-        for call in trace.get("calls") or ():
-            if call.get("purpose", "method") != "method":
+        for call in trace.calls:
+            if call.purpose != "method":
                 continue  # an evaluator's judge is no agent of the method
-            share = self.agents.setdefault(str(call.get("agent")), AgentShare())
+            share = self.agents.setdefault(str(call.agent), AgentShare())
             share.calls += 1
-            share.tokens += call.get("prompt_tokens", 0) + call.get("completion_tokens", 0)
-        if trace.get("topology"):
-            spec = orjson.dumps(trace["topology"])
+            share.tokens += call.tokens
+        if trace.topology is not None:
+            spec = trace.topology.as_json()
             if spec in self.topologies or len(self.topologies) < MAX_TOPOLOGIES:
                 self.topologies[spec] = self.topologies.get(spec, 0) + 1
-        if "answers" in trace:
+        if trace.answers is not None:
             self._add_rounds(record, trace)
 
-    def _add_rounds(self, record: ResultRecord, trace: Mapping[str, Any]) -> None:
+    def _add_rounds(self, record: ResultRecord, trace: Trace) -> None:
         final = final_answer(trace, record.answer)
         gold = _gold_keys(record.gold)
         for number, agents in round_answers(trace).items():

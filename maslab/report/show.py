@@ -95,12 +95,12 @@ def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> N
     if trace is None:
         raise ConfigError(_missing(store, task_id, repeat, index))
     result = next((r for r in store.results() if r.key == (task_id, repeat)), None)
-    prompt = Panel(escape(trace["prompt"]), title=f"task {escape(task_id)}", expand=False)
+    prompt = Panel(escape(trace.prompt or ""), title=f"task {escape(task_id)}", expand=False)
     console.print(prompt, soft_wrap=False)
-    for m in trace["messages"]:
-        to = f" → {', '.join(m['recipients'])}" if m.get("recipients") else ""
-        title = f"{escape(m['sender'])}{escape(to)} · round {m.get('round')} · {m.get('kind')}"
-        console.print(Panel(escape(m["content"]), title=title, title_align="left"), soft_wrap=False)
+    for m in trace.messages:
+        to = f" → {', '.join(m.recipients)}" if m.recipients else ""
+        title = f"{escape(m.sender)}{escape(to)} · round {m.round} · {escape(m.kind)}"
+        console.print(Panel(escape(m.content), title=title, title_align="left"), soft_wrap=False)
     if result is not None:
         verdict = "[green]correct[/]" if result.correct else "[red]wrong[/]"
         extracted = result.score.extracted if result.score else None

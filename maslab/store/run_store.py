@@ -18,189 +18,60 @@ A run with an optimisation step (``--optimize-on``) also holds ``optimize.jsonl`
 per attempt at the step, its spend apart from the samples'), ``optimize_traces.jsonl`` (its
 calls) and ``learned_state.json`` (what the method learned, written atomically once the step
 has succeeded; a re-run loads it instead of optimising again).
+
+What each file holds is defined in :mod:`maslab.store.records`, the run format's one definition:
+this module writes those records and reads them back as those types (:class:`ResultRecord`,
+:class:`Trace`, :class:`Manifest`), checking each as it is read; a run written by a newer
+maslab, in a format this one does not know, is refused in one line (:class:`FormatTooNew`).
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import logging
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, Any, ClassVar, Literal
+from typing import IO, Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from maslab import defaults
-from maslab.bench.evaluation import Score
-from maslab.config_files import validation_message
 from maslab.errors import ConfigError
 from maslab.secrets import redact_bytes
 from maslab.store import trace_index
+from maslab.store.records import (
+    CACHED_KEYS,
+    FORMAT_VERSION,
+    LEARNED_STATE,
+    LOCK,
+    MANIFEST,
+    OPTIMIZATION,
+    OPTIMIZATION_TRACES,
+    RESULTS,
+    SPENT_KEYS,
+    SUPERSEDED,
+    TRACES,
+    FormatTooNew,
+    Key,
+    LearnedStateFile,
+    Manifest,
+    ResultRecord,
+    Status,
+    Trace,
+    read_manifest,
+)
 
-Status = Literal["ok", "budget", "error"]
-Key = tuple[str, int]
-# usage keys: tokens newly spent, and tokens replayed from the response cache
-SPENT_KEYS = ("prompt_tokens", "completion_tokens")
-CACHED_KEYS = ("cached_prompt_tokens", "cached_completion_tokens")
-
-MANIFEST, RESULTS, TRACES = "manifest.json", "results.jsonl", "traces.jsonl"
-LOCK = ".lock"
-"""The run directory's lock file: its writer holds it (``flock``) and writes its pid there."""
-SUPERSEDED = "superseded.jsonl"
-# the optimisation step (``--optimize-on``): one record and one trace per attempt, and what
-# the method learned
-OPTIMIZATION, OPTIMIZATION_TRACES = "optimize.jsonl", "optimize_traces.jsonl"
-LEARNED_STATE = "learned_state.json"
+__all__ = [  # the run format's names, defined in maslab.store.records, are read from here too
+    "CACHED_KEYS", "FORMAT_VERSION", "LEARNED_STATE", "LOCK", "MANIFEST", "OPTIMIZATION",
+    "OPTIMIZATION_TRACES", "RESULTS", "SPENT_KEYS", "SUPERSEDED", "TRACES", "FormatTooNew", "Key",
+    "Manifest", "ResultRecord", "RunLocked", "RunStore", "Status", "Trace", "existing_run",
+    "partial_file", "write_atomically",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
-
-
-class ResultRecord(BaseModel):
-    """One (task, repeat). ``status``: ok, budget (ended by its budget, still scored) or error.
-
-    ``usage`` covers every call the method made for the sample (``UsageTotals`` fields:
-    spent and cache-replayed tokens apart), ``usage_by_model`` the same per model, and
-    ``scoring_usage`` the evaluator's judge calls, which are not the method's cost.
-    ``signals``: its triage signals, name -> value, above 0 when it fired (see
-    :mod:`maslab.analysis.triage`); empty in runs recorded before they were stored.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    task_id: str
-    repeat: int = 0
-    status: Status
-    answer: str | None = None
-    gold: str | None = None
-    score: Score | None = None
-    usage: dict[str, float] = Field(default_factory=dict)
-    usage_by_model: dict[str, dict[str, float]] = Field(default_factory=dict)
-    scoring_usage: dict[str, float] = Field(default_factory=dict)
-    elapsed_s: float = 0.0
-    error: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    signals: dict[str, float] = Field(default_factory=dict)
-
-    @property
-    def key(self) -> Key:
-        return (self.task_id, self.repeat)
-
-    @property
-    def correct(self) -> bool:
-        return self.score is not None and self.score.correct
-
-    @property
-    def tokens_used(self) -> int:
-        """Tokens the method's calls used: newly spent plus replayed from the cache."""
-        return int(sum(self.usage.get(k, 0) for k in SPENT_KEYS + CACHED_KEYS))
-
-    @property
-    def unparsed(self) -> bool:
-        return self.status != "error" and (self.score is None or self.score.unparsed)
-
-
-class Manifest(BaseModel):
-    """Everything that defines a run. The ``identity`` fields must match to resume into a dir."""
-
-    model_config = ConfigDict(extra="allow")
-
-    method: str
-    method_config: dict[str, Any] = Field(default_factory=dict)
-    benchmark: str
-    benchmark_options: dict[str, Any] = Field(default_factory=dict)
-    split: str = defaults.SPLIT
-    limit: int | None = None
-    seed: int = defaults.SEED
-    data: str | None = None
-    dataset_hash: str = ""
-    tasks: int = 0
-    task_ids: list[str] | None = None
-    model: str
-    model_roles: dict[str, Any] = Field(default_factory=dict)
-    native: bool = True
-    sampling: dict[str, Any] = Field(default_factory=dict)
-    repeats: int = defaults.REPEATS
-    evaluator: str
-    evaluator_options: dict[str, Any] = Field(default_factory=dict)
-    budget: dict[str, Any] = Field(default_factory=dict)
-    optimize: dict[str, Any] = Field(default_factory=dict)
-    """The optimisation step's split, limit, dataset hash and task ids; empty without one."""
-    shard: tuple[int, int] | None = None
-    """(i, N) for shard i of N (``--shard``, see :mod:`maslab.harness.shard`); None for a whole
-    run."""
-    concurrency: int | None = None
-    """Model calls in flight across the run (as last run; None for older manifests)."""
-    endpoint_caps: dict[str, int] = Field(default_factory=dict)
-    """The models whose endpoints file capped their calls in flight below ``concurrency``."""
-    sandbox: dict[str, Any] = Field(default_factory=dict)
-    """How model-written code was isolated: :func:`maslab.sandbox.protections`, ``strict``,
-    ``unsafe_no_sandbox`` and the ``missing`` essential protections; empty before they were
-    recorded."""
-    merged_from: list[str] | None = None
-    """A merge's shard directories (``maslab merge``); None for a run that ran."""
-    missing_shards: list[int] = Field(default_factory=list)
-    """The shards a partial merge lacks (their tasks are not in it)."""
-    created: str = ""
-    maslab_version: str = ""
-    git_commit: str | None = None
-    python: str = ""
-
-    IDENTITY: ClassVar[tuple[str, ...]] = (
-        "method", "method_config", "benchmark", "split", "seed", "dataset_hash", "model",
-        "model_roles", "native", "sampling", "evaluator", "evaluator_options", "budget",
-        "optimize",
-    )  # fmt: skip
-
-    def identity(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.IDENTITY}
-
-    def directory(self) -> Path:
-        """The run's default directory, ``runs/<benchmark>/<method>__<model>__<digest>``, the
-        digest over its :meth:`identity`: running the same run again resumes it there."""
-        digest = hashlib.sha256(
-            orjson.dumps(self.identity(), option=orjson.OPT_SORT_KEYS, default=str)
-        ).hexdigest()[:8]
-        name = f"{_slug(self.method)}__{_slug(self.model)}__{digest}"
-        return Path("runs") / _slug(self.benchmark) / name
-
-    def identity_differences(self, other: Manifest) -> list[str]:
-        """The identity fields in which ``other`` differs from this manifest."""
-        return [k for k in self.IDENTITY if getattr(self, k) != getattr(other, k)]
-
-    def describe_caps(self) -> list[str]:
-        """One line per model in ``endpoint_caps``: its cap binds, not ``--concurrency``."""
-        return [
-            f"{model} caps calls in flight at {cap} (max_concurrency in the endpoints file), "
-            f"below --concurrency {self.concurrency}"
-            for model, cap in self.endpoint_caps.items()
-        ]
-
-    def describe_sandbox(self) -> list[str]:
-        """A warning when the run let model-written code run without isolation (its
-        ``--unsafe-no-sandbox``, where the sandbox lacked essential protections)."""
-        missing = self.sandbox.get("missing") or []
-        if not (self.sandbox.get("unsafe_no_sandbox") and missing):
-            return []
-        return [
-            f"--unsafe-no-sandbox: model-written code could run with the user's rights here "
-            f"(no {', '.join(map(str, missing))})"
-        ]
-
-    def planned(self) -> set[Key] | None:
-        """The (task, repeat) keys this run asked for; None for manifests that predate the list."""
-        if self.task_ids is None:
-            return None
-        return {(task, repeat) for task in self.task_ids for repeat in range(self.repeats)}
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60]
 
 
 _SKIPPED: set[tuple[Path, int, str]] = set()
@@ -250,16 +121,18 @@ def _records(path: Path) -> Iterator[ResultRecord]:
             _skip(path, number, f"not a result record ({where}: {first['msg']})")
 
 
-def _trace(path: Path, key: Key, line: bytes) -> dict[str, Any] | None:
-    """A trace line parsed; None, with a warning, if it is not a JSON object."""
+def _trace(path: Path, key: Key, line: bytes) -> Trace | None:
+    """A trace line read and checked; None, with a warning, if it is not a trace."""
     try:
-        row = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        row = None
-    if not isinstance(row, dict):
-        log.warning("warning: %s: the trace of %s repeat %d skipped: not valid JSON", path, *key)
+        return Trace.model_validate_json(line)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "line"
+        log.warning(
+            "warning: %s: the trace of %s repeat %d skipped: not a trace (%s: %s)",
+            path, *key, where, first["msg"],
+        )  # fmt: skip
         return None
-    return row
 
 
 def _in_plan(records: Iterable[ResultRecord], planned: set[Key] | None) -> list[ResultRecord]:
@@ -337,22 +210,22 @@ class RunStore:
         self._traces: IO[bytes] | None = None
         self._index: IO[bytes] | None = None
         self._lock: int | None = None
+        self._format_checked = False
 
     @property
     def manifest_path(self) -> Path:
         return self.dir / MANIFEST
 
     def manifest(self) -> Manifest:
+        """The run's manifest; a one-line :class:`ConfigError` when there is none, it is
+        unreadable, or a newer maslab wrote it (:class:`FormatTooNew`)."""
         try:
-            return Manifest.model_validate_json(self.manifest_path.read_bytes())
+            data = self.manifest_path.read_bytes()
         except FileNotFoundError:
             raise ConfigError(f"{self.dir}: not a maslab run (no {MANIFEST})") from None
-        except ValidationError as exc:
-            raise ConfigError(
-                f"{self.manifest_path}: unreadable manifest ({validation_message(exc)})"
-            ) from None
-        except ValueError as exc:
-            raise ConfigError(f"{self.manifest_path}: unreadable manifest ({exc})") from None
+        manifest = read_manifest(data, self.manifest_path)
+        self._format_checked = True
+        return manifest
 
     def results(self, *, every: bool = False) -> list[ResultRecord]:
         """One record per planned (task, repeat), the last line written for it winning;
@@ -391,10 +264,10 @@ class RunStore:
         """The attempts at the optimisation step (``task_id`` "optimize"), failed ones too."""
         return list(_records(self.dir / OPTIMIZATION))
 
-    def append_optimization(self, record: ResultRecord, trace: dict[str, Any]) -> None:
+    def append_optimization(self, record: ResultRecord, trace: Trace) -> None:
         """Write one attempt at the optimisation step (its trace first, as for samples)."""
         for name, row in (
-            (OPTIMIZATION_TRACES, trace),
+            (OPTIMIZATION_TRACES, trace.line()),
             (OPTIMIZATION, record.model_dump(mode="json")),
         ):
             with (self.dir / name).open("ab") as f:
@@ -403,27 +276,32 @@ class RunStore:
     def learned_state(self) -> tuple[bool, dict[str, Any] | None]:
         """(whether the optimisation step has saved its result, the method's learned state)."""
         path = self.dir / LEARNED_STATE
-        if not path.exists():
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
             return False, None
         try:
-            saved = orjson.loads(path.read_bytes())
-            return True, saved["state"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return True, LearnedStateFile.model_validate_json(data).state
+        except ValidationError:
             raise ConfigError(
                 f"{path}: unreadable learned state; delete it to optimise again"
             ) from None
 
-    def write_learned_state(self, state: dict[str, Any] | None, **about: Any) -> None:
-        """Save the method's learned state (and ``about`` it) at once: never half a file."""
+    def write_learned_state(
+        self, state: dict[str, Any] | None, *, method: str, split: str | None, tasks: int
+    ) -> None:
+        """Save the method's learned state, with the method, split and number of tasks that it
+        was learned by and on, at once: never half a file."""
+        saved = LearnedStateFile(method=method, split=split, tasks=tasks, state=state)
         try:
             data = orjson.dumps(
-                {**about, "state": state}, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
+                saved.model_dump(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
             )
         except TypeError as exc:
             raise ConfigError(f"the method's learned state is not JSON: {exc}") from None
         write_atomically(self.dir / LEARNED_STATE, data)
 
-    def traces(self, task_id: str | None = None) -> Iterator[dict[str, Any]]:
+    def traces(self, task_id: str | None = None) -> Iterator[Trace]:
         """The latest trace of each (task, repeat), or of ``task_id``'s only, in the order
         written; each is read through the index, one at a time."""
         index = self.index()
@@ -438,13 +316,16 @@ class RunStore:
 
     def traces_of(
         self, keys: Iterable[Key], index: dict[Key, trace_index.Entry] | None = None
-    ) -> Iterator[tuple[Key, dict[str, Any] | None]]:
-        """Each key with its latest trace (None if it has none), read by seeking to it; a stale
-        ``index`` (by default :meth:`index`) is rebuilt on the way."""
+    ) -> Iterator[tuple[Key, Trace | None]]:
+        """Each key with its latest trace (None if it has none, or its line is no trace), read
+        by seeking to it and checked as it is read; a stale ``index`` (by default
+        :meth:`index`) is rebuilt on the way."""
         path = self.dir / TRACES
         if not path.exists():
             yield from ((key, None) for key in keys)
             return
+        if not self._format_checked and self.manifest_path.exists():
+            self.manifest()  # a newer format: refused before a trace is read
         index = self.index() if index is None else index
         rebuilt = False
         with path.open("rb") as f:
@@ -494,11 +375,11 @@ class RunStore:
         self._index = trace_index.index_path(traces).open("ab")
         return finished
 
-    def append(self, result: ResultRecord, trace: dict[str, Any]) -> None:
+    def append(self, result: ResultRecord, trace: Trace) -> None:
         """Write one finished sample: its trace, where that lies, then its result (so a result
         line always has its trace)."""
         assert self._results and self._traces and self._index, "call open() first"
-        line, offset = _line(trace), self._traces.tell()
+        line, offset = _line(trace.line()), self._traces.tell()
         _append_whole(self._traces, line)
         if (key := trace_index.trace_key(line)) is not None:
             _append_whole(self._index, trace_index.index_line(key, offset, len(line)))

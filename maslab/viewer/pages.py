@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from itertools import groupby
-from typing import Any
 from urllib.parse import urlencode
 
 from maslab.analysis.stats import Summary
 from maslab.analysis.trajectory import has_answers, round_answers, vote_tally
 from maslab.core.roles import describe_model_roles
 from maslab.report.call_html import call_html
-from maslab.store.run_store import ResultRecord
+from maslab.store.records import ResultRecord, Trace, TraceMessage
 from maslab.viewer.filters import PAGE_SIZE, Filters
 from maslab.viewer.runs import OUTCOMES, Run, outcome, signals_of
 
@@ -214,28 +213,25 @@ def sample_list(
     return f'<p class="muted" id="count">{counted}</p>{_table("samples", head, body)}{pager}'
 
 
-def _messages(messages: Sequence[Mapping[str, Any]], answers: Sequence[str | None]) -> str:
+def _messages(messages: Sequence[TraceMessage], answers: Sequence[str | None]) -> str:
     """The messages in order, under a heading per round; each with its extracted answer."""
     parts = []
     numbered = [(m, answers[i] if i < len(answers) else None) for i, m in enumerate(messages)]
-    for round_, group in groupby(numbered, key=lambda pair: pair[0].get("round")):
+    for round_, group in groupby(numbered, key=lambda pair: pair[0].round):
         if round_ is not None:
             parts.append(f"<h3>Round {escape(str(round_))}</h3>")
         for m, answer in group:
-            about = [
-                m.get("kind"),
-                "→ " + ", ".join(m["recipients"]) if m.get("recipients") else None,
-            ]
+            about = [m.kind, "→ " + ", ".join(m.recipients) if m.recipients else None]
             badge = f' <span class="answer">answer: {escape(answer)}</span>' if answer else ""
             parts.append(
-                f'<div class="msg"><b>{escape(str(m.get("sender")))}</b> '
+                f'<div class="msg"><b>{escape(m.sender)}</b> '
                 f'<span class="muted">{escape(" · ".join(filter(None, about)))}</span>{badge}'
-                f"<pre>{escape(str(m.get('content', '')))}</pre></div>"
+                f"<pre>{escape(m.content)}</pre></div>"
             )
     return "".join(parts)
 
 
-def _agent_answers(trace: Mapping[str, Any]) -> str:
+def _agent_answers(trace: Trace) -> str:
     """Each agent's answer per round, and the last round's vote tally."""
     if not has_answers(trace):
         return ""
@@ -260,7 +256,7 @@ def _agent_answers(trace: Mapping[str, Any]) -> str:
 def transcript(
     run: Run,
     record: ResultRecord,
-    trace: Mapping[str, Any] | None,
+    trace: Trace | None,
     back: str,
     descriptions: Mapping[str, str],
 ) -> str:
@@ -296,12 +292,12 @@ def transcript(
     if trace is None:
         parts.append('<p class="muted">This sample has no transcript.</p>')
         return "".join(parts)
-    if trace.get("prompt") is not None:
-        parts.append(f"<h2>Prompt</h2><pre>{escape(str(trace['prompt']))}</pre>")
+    if trace.prompt is not None:
+        parts.append(f"<h2>Prompt</h2><pre>{escape(trace.prompt)}</pre>")
     parts.append(_agent_answers(trace))
-    if messages := trace.get("messages"):
-        shown = _messages(messages, trace.get("answers") or [])
+    if messages := trace.messages:
+        shown = _messages(messages, trace.answers or ())
         parts.append(f'<h2>Messages</h2><div id="messages">{shown}</div>')
-    if calls := trace.get("calls"):
+    if calls := trace.calls:
         parts.append(f"<h2>Calls ({len(calls)})</h2>{''.join(map(call_html, calls))}")
     return "".join(parts)

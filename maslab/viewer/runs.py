@@ -7,19 +7,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from maslab.analysis.stats import Summary, summarize
 from maslab.store import trace_index
-from maslab.store.run_store import (
-    RESULTS,
-    TRACES,
-    Key,
-    Manifest,
-    ResultRecord,
-    RunStore,
-    existing_run,
-)
+from maslab.store.records import RESULTS, TRACES, Key, Manifest, ResultRecord, Trace
+from maslab.store.run_store import RunStore, existing_run
 
 OUTCOMES = ("correct", "wrong", "unparsed", "error")
 SEARCHES_KEPT = 16  # per run: paging through a search's results does not scan again
@@ -99,7 +91,7 @@ class Run:
             self._index, self._traces_stamp = None, stamp
             self._searches.clear()
 
-    def trace(self, key: Key) -> dict[str, Any] | None:
+    def trace(self, key: Key) -> Trace | None:
         """``key``'s latest trace, read alone through the trace index; None if it has none."""
         self._fresh_traces()
         if self._index is None:

@@ -2,37 +2,38 @@
 
 A trace matches when its prompt, a message, a model call's messages, response or error, or a
 tool call holds the query, case-insensitively. Each line is first tested as bytes for the
-query as JSON writes it (cheap, and most lines fail it); only the lines that pass are parsed.
+query as JSON writes it (cheap, and most lines fail it); only the lines that pass are parsed
+and checked as traces.
 The last trace written for a (task, repeat) decides whether it matches, as it does everywhere.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
-from maslab.store.run_store import Key
+from maslab.store.records import Key, Trace
 from maslab.store.trace_index import trace_key
 
 
-def _texts(trace: Mapping[str, Any]) -> Iterator[str]:
+def _texts(trace: Trace) -> Iterator[str]:
     """Every piece of text a transcript shows."""
-    yield str(trace.get("prompt") or "")
-    for message in trace.get("messages") or ():
-        yield str(message.get("content") or "")
-    for call in trace.get("calls") or ():
-        for message in call.get("messages") or ():
-            yield str(message.get("content") or "")
-        yield str(call.get("response") or "")
-        yield str(call.get("error") or "")
-        for tool in call.get("tool_calls") or ():
-            yield f"{tool.get('name')}({tool.get('arguments')})"
+    yield trace.prompt or ""
+    for message in trace.messages:
+        yield message.content
+    for call in trace.calls:
+        for turn in call.messages:
+            yield turn.content
+        yield call.response or ""
+        yield call.error or ""
+        for tool in call.tool_calls:
+            yield f"{tool.name}({tool.arguments})"
 
 
-def matches(trace: Mapping[str, Any], query: str) -> bool:
+def matches(trace: Trace, query: str) -> bool:
     """Whether ``trace`` shows ``query`` anywhere, case-insensitively."""
     needle = query.lower()
     return any(needle in text.lower() for text in _texts(trace))
@@ -55,9 +56,8 @@ def search(traces: Path, query: str) -> set[Key]:
             hit = raw in line.lower() if raw else True
             if hit:
                 try:
-                    trace = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    trace = None
-                hit = isinstance(trace, dict) and matches(trace, query)
+                    hit = matches(Trace.model_validate_json(line), query)
+                except ValidationError:  # no trace: not shown, so not found
+                    hit = False
             found[key] = hit  # a later trace of the key replaces the earlier one's verdict
     return {key for key, hit in found.items() if hit}

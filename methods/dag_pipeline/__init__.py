@@ -15,9 +15,10 @@ u -> v meaning "v reads u"):
 2. Every node answers the task in a JSON reply: on a Discrim-Eval-Open scenario (the paper's
    task) ``ChoiceProbabilities`` {A, B, C} and ``Reason``, read and renormalised by
    :func:`maslab.benchmarks.discrim_eval_open.read_choice_reply` (0.33/0.33/0.34 when
-   unreadable); on any other task ``Reason`` and ``Answer``. The reply's fields are kept in
-   the message's metadata (``reply``; ``choice_probabilities`` and ``parsed`` too, with the
-   node's ``position`` in node order, 1-based), which the ``choice_bias`` evaluator reads.
+   unreadable); on any other task ``Reason`` and ``Answer`` (:class:`NodeAnswer`, whose JSON
+   shape ends the prompt). The reply's fields are kept in the message's metadata (``reply``;
+   ``choice_probabilities`` and ``parsed`` too, with the node's ``position`` in node order,
+   1-based), which the ``choice_bias`` evaluator reads.
 3. The answer is the sink's ``answer_field`` (default: ``ChoiceProbabilities`` on a scenario,
    as JSON, else ``Answer``); with several sinks, the majority vote over their answers
    (ties and unreadable answers: the first sink in node order).
@@ -48,7 +49,7 @@ from pydantic import Field, field_validator, model_validator
 
 from maslab.benchmarks.discrim_eval_open import (
     PROBABILITIES,
-    REPLY_SCHEMA,
+    ScenarioReply,
     is_scenario_task,
     read_choice_reply,
 )
@@ -59,23 +60,28 @@ from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.errors import ConfigError
 from maslab.kit.aggregation import majority_decision
-from maslab.kit.parsing import parse_json_object
-from maslab.kit.structured import STRING, json_params, object_schema
+from maslab.kit.parsing import Text
+from maslab.kit.structured import Reply, ask
 from maslab.methods.dag_pipeline.topologies import PRESETS, preset
 
 NODE = "node"
 ReplyField = Literal["Reason", "Answer", "ChoiceProbabilities"]
 REASON: ReplyField = "Reason"
 ANSWER: ReplyField = "Answer"
-ANSWER_SCHEMA = object_schema(Reason=STRING, Answer=STRING)
-ANSWER_FORMAT = (
-    'Reply with a JSON object with two keys: "Reason", your reasoning as a string, and '
-    '"Answer", your final answer as a string, written in the form the task asks for.'
-)
 
 
-def node_prompt(task: Task, experts: list[str], scenario: bool) -> str:
-    """A node's one user turn: its predecessors' passed fields, the task, the reply format."""
+class NodeAnswer(Reply):
+    """A node's JSON reply to a task that is not a scenario (a scenario's own instruction asks
+    for the benchmark's JSON, :class:`~maslab.benchmarks.discrim_eval_open.ScenarioReply`)."""
+
+    json_name = "node_reply"
+
+    Reason: Text = Field("", description="your reasoning")
+    Answer: Text = Field("", description="your final answer, in the form the task asks for")
+
+
+def node_prompt(task: Task, experts: list[str]) -> str:
+    """A node's one user turn: its predecessors' passed fields, then the task."""
     parts = []
     if experts:
         shown = "\n\n".join(f"Expert {i}: {text}" for i, text in enumerate(experts, 1))
@@ -84,8 +90,6 @@ def node_prompt(task: Task, experts: list[str], scenario: bool) -> str:
             f"{shown}\n\nTreat them as input, not as the answer: reach your own judgement."
         )
     parts.append(task.prompt())
-    if not scenario:  # a scenario's own instruction asks for the probability JSON
-        parts.append(ANSWER_FORMAT)
     return "\n\n".join(parts)
 
 
@@ -98,8 +102,8 @@ def read_reply(text: str, scenario: bool) -> dict[str, Any]:
             "choice_probabilities": reply.probabilities,
             "parsed": reply.parsed,
         }
-    fields = parse_json_object(text) or {}
-    return {"reply": fields, "parsed": bool(fields)}
+    answer = NodeAnswer.parse(text)
+    return {"reply": {} if answer is None else answer.model_dump(), "parsed": answer is not None}
 
 
 def field_text(message: Message, field: str) -> str:
@@ -185,11 +189,13 @@ class DAGPipeline(Method):
     def agent_names(self) -> tuple[str, ...]:
         return tuple(self.graph.nodes)
 
+    def structure(self) -> Topology:
+        return self.graph
+
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        topology = ctx.topology = self.graph
+        topology = ctx.topology = self.structure()
         scenario = is_scenario_task(task)
-        schema = REPLY_SCHEMA if scenario else ANSWER_SCHEMA
         answer_field = cfg.answer_field or (PROBABILITIES if scenario else ANSWER)
         position = {node: i for i, node in enumerate(topology.nodes, 1)}
 
@@ -197,11 +203,12 @@ class DAGPipeline(Method):
             attributes = topology.graph.nodes[node]
             agent = ctx.agent(node, role=NODE, system=attributes["persona"])
             seen = topology.visible_messages(node, ctx.transcript, layer, rounds="history")
-            said = await agent.reply(
-                node_prompt(task, [field_text(m, cfg.pass_field) for m in seen], scenario),
-                round=layer,
-                **json_params(agent.model, "node_reply", schema),
-            )
+            prompt = node_prompt(task, [field_text(m, cfg.pass_field) for m in seen])
+            if scenario:  # the scenario's own instruction asks for the benchmark's JSON
+                native = ScenarioReply.native_params(agent.model)
+                said = await agent.reply(prompt, round=layer, **native)
+            else:
+                said, _ = await ask(agent, prompt, NodeAnswer, round=layer)
             return ctx.transcript.annotate(
                 said,
                 **read_reply(said.content, scenario),

@@ -67,7 +67,7 @@ import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
@@ -77,7 +77,7 @@ from maslab.core.messages import Message
 from maslab.core.method import Method, MethodConfig, MethodState, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.aggregation import llm_aggregate, majority_decision
+from maslab.kit.aggregation import llm_aggregate, propose_vote
 from maslab.kit.learning import mean_baseline, policy_rng
 from maslab.kit.parsing import parse_json_object
 from maslab.methods.goagent.execution import agent_graph, agent_prompt, split_by_order
@@ -150,8 +150,9 @@ class GoAgent(Method):
         self._policies: dict[str, GroupPolicy] = {}
         self._optimized = False
         path = self.config.selector_path
-        if path and (state := read_json(path, "learned selector")):
-            self._load(self.check_learned_state(state, path), path, "selector file")
+        if path and (data := read_json(path, "learned selector")):
+            selector = self.check_learned_state(data, path)  # a GoAgent.LearnedState
+            self._load(cast(GoAgent.LearnedState, selector), "selector file")
 
     def domain(self, task: Task) -> str:
         return str(
@@ -202,25 +203,23 @@ class GoAgent(Method):
         )
         return validate_selection(parse_json_object(reply.content), pool, cfg.max_groups)
 
-    def learned_state(self) -> dict[str, Any] | None:
+    def learned_state(self) -> GoAgent.LearnedState | None:
         """The trained per-domain policies with their pools (none after an ``llm`` selector's
         ``optimize``; None: neither optimised nor loaded)."""
         if not (self._policies or self._optimized):
             return None
-        return {
-            "format": SELECTOR_FORMAT,
-            "domains": {d: p.to_json() for d, p in sorted(self._policies.items())},
-        }
+        domains = {d: p.state() for d, p in sorted(self._policies.items())}
+        return self.LearnedState(format=SELECTOR_FORMAT, domains=domains)
 
-    def load_learned_state(self, state: Mapping[str, Any]) -> None:
-        self._load(state, "goagent learned state", "learned state")
+    def load_learned_state(self, state: GoAgent.LearnedState) -> None:
+        self._load(state, "learned state")
         self._optimized = True
 
-    def _load(self, state: Mapping[str, Any], where: str, source: str) -> None:
-        """Take the policies of a checked learned state (``where`` names it in errors); their
-        pools' ``source`` is where they came from."""
-        for domain, entry in state["domains"].items():
-            policy = GroupPolicy.from_json(entry, where)
+    def _load(self, state: GoAgent.LearnedState, source: str) -> None:
+        """Take the policies of a checked learned state; their pools' ``source`` is where
+        they came from."""
+        for domain, entry in state.domains.items():
+            policy = GroupPolicy.from_state(entry)
             self._policies[domain] = policy
             self._pools[domain] = Pool(policy.pool, source)
 
@@ -257,8 +256,7 @@ class GoAgent(Method):
                 log += await asyncio.gather(*(turn(name, r) for name in layer))
                 latest = {m.sender: m.content for m in log}  # each agent's latest, layer order
                 # reversed: a tie goes to the agent furthest downstream (the first response)
-                decision = majority_decision(task, list(latest.values())[::-1])
-                ctx.propose(decision.response, round=r, votes=decision.vote.counts)
+                propose_vote(ctx, task, list(latest.values())[::-1], round=r)
         last = [m.content for m in log if m.round == self.config.rounds - 1]
         return topology, await llm_aggregate(ctx, task, last, round=self.config.rounds)
 
@@ -326,5 +324,5 @@ class GoAgent(Method):
                 for (_, policy, _, trace), advantage in zip(batch, advantages, strict=True):
                     policy.reinforce(trace, float(advantage), cfg.learning_rate)
         if cfg.selector_path:
-            state = json.dumps(self.learned_state(), indent=2, sort_keys=True)
+            state = json.dumps(self.dump_learned_state(), indent=2, sort_keys=True)
             write_atomically(Path(cfg.selector_path), state.encode())

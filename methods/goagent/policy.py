@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import permutations
-from typing import Any
+from typing import Final
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from maslab.errors import ConfigError
 from maslab.kit.learning import (
     ChoicePolicy,
     ChoicePolicyState,
@@ -19,10 +18,10 @@ from maslab.kit.learning import (
     EdgePolicyState,
     EdgeStep,
 )
-from maslab.methods.goagent.pool import Group, groups_from
+from maslab.methods.goagent.pool import Group
 from maslab.methods.goagent.selection import Selection
 
-SELECTOR_FORMAT = "goagent-selector/2"
+SELECTOR_FORMAT: Final = "goagent-selector/2"
 END = "<end>"  # the option that stops adding groups
 NEXT = "next"  # the policy's one slot: which group comes next
 
@@ -30,13 +29,23 @@ Step = ChoiceStep | EdgeStep
 
 
 class GroupPolicyState(BaseModel):
-    """The schema of :meth:`GroupPolicy.to_json` in a learned state."""
+    """A :class:`GroupPolicy` in a learned state: its pool and its policies over that pool
+    (the options: its groups, then END; the edges: every ordered pair of its groups)."""
 
     model_config = ConfigDict(extra="forbid")
 
     pool: list[Group] = Field(min_length=1)
     choices: ChoicePolicyState
     edges: EdgePolicyState
+
+    @model_validator(mode="after")
+    def _over_its_pool(self) -> GroupPolicyState:
+        names = [g.name for g in self.pool]
+        if self.choices.slots != [NEXT] or self.choices.options != [*names, END]:
+            raise ValueError("its choices are not over its pool's groups")
+        if set(self.edges.edges) != set(permutations(names, 2)):
+            raise ValueError("its edges are not the pairs of its pool's groups")
+        return self
 
 
 @dataclass
@@ -84,24 +93,17 @@ class GroupPolicy:
         self.choices.reinforce([s for s in trace if isinstance(s, ChoiceStep)], advantage, lr)
         self.edges.reinforce([s for s in trace if isinstance(s, EdgeStep)], advantage, lr)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pool": [g.model_dump(mode="json") for g in self.pool],
-            "choices": self.choices.to_json(),
-            "edges": self.edges.to_json(),
-        }
+    def state(self) -> GroupPolicyState:
+        """The policy as a learned state holds it."""
+        return GroupPolicyState(
+            pool=list(self.pool), choices=self.choices.state(), edges=self.edges.state()
+        )
 
     @classmethod
-    def from_json(cls, data: Any, where: str) -> GroupPolicy:
-        try:
-            pool = groups_from(data["pool"], where)
-            policy = cls(
-                pool,
-                ChoicePolicy.from_json(data["choices"], where),
-                EdgePolicy.from_json(data["edges"], where),
-            )
-        except (KeyError, TypeError) as exc:
-            raise ConfigError(f"{where}: malformed learned selector ({exc!r})") from None
-        if policy.choices.options != [*(g.name for g in pool), END]:
-            raise ConfigError(f"{where}: the learned selector's options are not its pool's groups")
-        return policy
+    def from_state(cls, state: GroupPolicyState) -> GroupPolicy:
+        """The policy a learned state holds (checked by the state)."""
+        return cls(
+            list(state.pool),
+            ChoicePolicy.from_state(state.choices),
+            EdgePolicy.from_state(state.edges),
+        )

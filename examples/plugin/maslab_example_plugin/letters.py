@@ -6,10 +6,13 @@ import random
 import re
 from typing import Any
 
+from pydantic import Field, StrictInt
+
 from maslab import ConfigError, Context, Score, Task
 from maslab.bench.benchmark import NumberBenchmark
 from maslab.bench.evaluation import Evaluator, gold_of
 from maslab.kit.tools import Tool
+from maslab.plugin_config import PluginConfig
 
 WORDS = ("strawberry", "banana", "mississippi", "bookkeeper", "committee", "parallel",
          "assessment", "referee", "balloon", "coffee", "letter", "occurrence")  # fmt: skip
@@ -24,16 +27,16 @@ class LetterCount(NumberBenchmark):
     fields = ("question", "answer")
     id_field = "id"
 
-    def __init__(self, size: int = 50, **options: Any) -> None:
-        super().__init__(**options)  # unknown options are one-line errors
-        self.size = size
-        self.options = {"size": size}
+    class Config(PluginConfig):  # --bench-option size=10; unknown options are one-line errors
+        size: StrictInt = Field(50, ge=1, description="questions per split")
+
+    config: Config
 
     def packaged_records(self, split: str) -> list[dict[str, Any]] | None:
         if split not in self.splits:
             return None
         records = []
-        for index in range(self.size):
+        for index in range(self.config.size):
             rng = random.Random(f"letter_count/{split}/{index}")  # the same on every machine
             word = rng.choice(WORDS)
             letter = rng.choice(sorted(set(word)))
@@ -43,7 +46,7 @@ class LetterCount(NumberBenchmark):
         return records
 
     def packaged_source(self, split: str) -> str:
-        return f"generated letter_count {split} split (size {self.size})"
+        return f"generated letter_count {split} split (size {self.config.size})"
 
 
 class LastNumber(Evaluator):
