@@ -4,7 +4,7 @@
 does. ``maslab.evaluate`` / ``aevaluate`` take them as keywords (:class:`RunKeywords` spells
 them for type checkers and notebooks), ``maslab run`` as flags derived from the fields (their
 help is the descriptions: ``maslab.cli.run_flags``), and a sweep file as keys at its top and in
-its entries (:mod:`maslab.harness.sweep`); ``tests/test_run_options.py`` checks each surface
+its entries (:mod:`maslab.harness.sweep`); ``tests/harness/test_run_options.py`` checks each surface
 against this model. :func:`~maslab.harness.configure.configure` turns them into the validated
 :class:`~maslab.harness.runner.RunConfig` that the runner, the Ray workers and the manifest use.
 """

@@ -33,7 +33,7 @@ a newer maslab resumes gets its version, its older lines read by the same defaul
 Bump :data:`FORMAT_VERSION` when an older maslab would misread what is written now (a field
 renamed, retyped or meaning something else, a file replaced); a new field with a default needs
 no bump (older readers ignore it, newer ones default it in older runs). Every record ignores
-unknown fields when read. ``tests/test_run_format.py`` checks that every line a run writes is
+unknown fields when read. ``tests/store/test_run_format.py`` checks that every line a run writes is
 exactly what these types describe: a field a writer adds without typing it here fails it.
 """
 

@@ -24,7 +24,7 @@ from maslab.harness.progress import RunProgress
 from maslab.store.run_store import ResultRecord, RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli"
 GSM8K = FIXTURES / "gsm8k_small.jsonl"
 SCRIPT = FIXTURES / "answers.yaml"
 

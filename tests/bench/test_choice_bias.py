@@ -28,7 +28,7 @@ from maslab.errors import ConfigError
 from maslab.evaluators.choice_bias import ChoiceBias, bias_summary, gini, metrics
 from maslab.llm.scripted import ScriptedModel
 
-FIXTURE = Path(__file__).parent / "fixtures" / "benchmarks" / "discrim_eval_open.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "benchmarks" / "discrim_eval_open.json"
 LOG2_3 = math.log2(3)
 
 

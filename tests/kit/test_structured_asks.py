@@ -106,7 +106,7 @@ async def test_ask_returns_the_message_and_none_for_a_reply_without_json():
 
 # -- one declaration per reply, in every plug-in ------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOW_LEVEL = {"json_params", "object_schema", "parse_model", "STRING"}
 """What declaring a reply by hand takes: a schema written apart from the model that parses it."""
 

@@ -15,7 +15,7 @@ from maslab.errors import ConfigError
 from maslab.harness.runner import Runner
 from maslab.harness.sweep import load_sweep, parse_only, select
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli"
 GSM8K = FIXTURES / "gsm8k_small.jsonl"
 
 

@@ -17,7 +17,7 @@ from maslab.harness.runner import RunConfig, Runner
 from maslab.store.run_store import MANIFEST, RESULTS, ResultRecord, RunStore, write_atomically
 from maslab.testing.fake_server import FakeOpenAIServer
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli"
 GSM8K = FIXTURES / "gsm8k_small.jsonl"
 SCRIPT = FIXTURES / "answers.yaml"
 

@@ -22,7 +22,7 @@ from maslab.testing.fake_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.system
 
-GSM8K = Path(__file__).parent / "fixtures" / "cli" / "gsm8k_small.jsonl"
+GSM8K = Path(__file__).parents[1] / "fixtures" / "cli" / "gsm8k_small.jsonl"
 TASKS, REPEATS, KILLS = 24, 2, 5
 
 

@@ -30,7 +30,7 @@ from maslab.testing import ScriptedModel
 TASKS = get_benchmark("arith")().load("dev")[:2]
 SOURCE = "run/learned_state.json"
 RELEARN = "; delete it to optimise again"
-SAVED_BEFORE = Path(__file__).parent / "fixtures" / "learned_states.json"
+SAVED_BEFORE = Path(__file__).parents[1] / "fixtures" / "learned_states.json"
 """Each method's state as maslab wrote it before states were typed (its hand-written dicts)."""
 
 OPTIMISED: dict[str, dict[str, Any]] = {  # small configs whose optimize runs offline

@@ -19,7 +19,7 @@ from maslab import Method, method, plugins
 from maslab.cli import main
 from maslab.registry import Registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DIST = "maslab-example-plugin"
 
 

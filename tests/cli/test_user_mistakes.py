@@ -39,7 +39,7 @@ from maslab.sandbox import BACKEND_VARIABLE
 from maslab.store.run_store import ResultRecord, RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli"
 DATA = FIXTURES / "gsm8k_small.jsonl"
 SCRIPT = FIXTURES / "answers.yaml"
 RUN = (

@@ -18,7 +18,7 @@ import pytest
 
 pytestmark = pytest.mark.system
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PERF = ROOT / "perf"
 
 # modules in perf/ that are not measurements of their own
@@ -126,7 +126,7 @@ def test_every_smoke_entry_names_a_script() -> None:
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_perf_script_runs(script: str, tmp_path: Path) -> None:
     if script not in SMOKE:
-        pytest.fail(f"perf/{script} has no entry in SMOKE (tests/test_perf_scripts.py)")
+        pytest.fail(f"perf/{script} has no entry in SMOKE (tests/project/test_perf_scripts.py)")
     if script == "ray_sweep.py" and importlib.util.find_spec("ray") is None:
         pytest.skip("Ray is not installed (pip install -e '.[dev]')")
     line, figures = SMOKE[script]

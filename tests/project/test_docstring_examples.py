@@ -14,7 +14,7 @@ from maslab.bench.benchmark import _BENCHMARKS, Benchmark
 from maslab.bench.evaluation import _EVALUATORS, Evaluator
 from maslab.core.method import _METHODS, Method
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "write-a-method.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "write-a-method.md"
 
 
 def example(cls: type) -> str:

@@ -65,7 +65,7 @@ def test_the_system_marker_is_registered(pytestconfig):
 
 @pytest.mark.system
 def test_a_unit_test_starting_a_process_fails_and_a_system_test_may(tmp_path: Path):
-    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
+    shutil.copy(Path(__file__).parents[1] / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    system: starts processes\n")
     (tmp_path / "test_inner.py").write_text(INNER_TESTS)
     run = subprocess.run(

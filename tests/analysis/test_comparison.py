@@ -11,7 +11,7 @@ import pytest
 import maslab
 from maslab import ConfigError, RunResult
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli"
 GSM8K = FIXTURES / "gsm8k_small.jsonl"
 SCRIPTED = f"scripted:{FIXTURES / 'answers.yaml'}"
 

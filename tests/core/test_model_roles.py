@@ -27,7 +27,7 @@ from maslab.llm.scripted import last_user_message
 from maslab.methods.llm_debate import LLMDebate
 from maslab.store.run_store import RunStore
 
-GSM8K = Path(__file__).parent / "fixtures" / "cli" / "gsm8k_small.jsonl"
+GSM8K = Path(__file__).parents[1] / "fixtures" / "cli" / "gsm8k_small.jsonl"
 MAIN, OTHER = "scripted:main", "scripted:other"
 MAZE = get_benchmark("collab_maze")().load(limit=1)[0]
 POOL = {"groups": [{"name": "alpha", "roles": ["a1", "a2"]}, {"name": "beta", "roles": ["b1"]}]}

@@ -21,7 +21,7 @@ from maslab.core.task import Task
 from maslab.llm.scripted import ScriptedModel
 from maslab.methods.skills_agent import structure_of
 
-METHODS = Path(__file__).resolve().parent.parent / "methods"
+METHODS = Path(__file__).resolve().parents[2] / "methods"
 
 DECLARED = {
     "agentverse", "autogen", "camel", "chatdev", "collab_pair", "conductor", "dag_pipeline",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_the_wheel_holds_only_the_maslab_package(wheel):
         assert f"maslab/{folder}/__init__.py" in names
     assert "maslab/methods/llm_debate.py" in names
     assert "maslab/methods/goagent/policy.py" in names  # a method that is a package
-    source = Path(__file__).resolve().parents[1] / "maslab"
+    source = Path(__file__).resolve().parents[2] / "maslab"
     for module in source.rglob("*.py"):  # every module of maslab/, subpackages too
         if "__pycache__" not in module.parts:
             assert f"maslab/{module.relative_to(source).as_posix()}" in names

@@ -30,7 +30,7 @@ from maslab.methods.llm_debate import LLMDebate
 from maslab.store.run_store import ResultRecord
 from maslab.testing.fake_server import FakeOpenAIServer
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cli"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli"
 GSM8K = FIXTURES / "gsm8k_small.jsonl"
 SCRIPTED = f"scripted:{FIXTURES / 'answers.yaml'}"
 

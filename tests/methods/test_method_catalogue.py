@@ -12,7 +12,7 @@ from maslab.cli import main
 from maslab.core.method import get_method, list_methods
 from maslab.plugins import origin
 
-PAGE = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text(encoding="utf-8")
+PAGE = (Path(__file__).resolve().parents[2] / "docs" / "methods.md").read_text(encoding="utf-8")
 BUNDLED = [name for name in list_methods() if origin(get_method(name)) == "bundled"]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "perf"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "perf"))
 from prefix import PrefixReuse, common_prefix, prefix_reuse, reused_prefixes, serialize
 
 SYSTEM = {"role": "system", "content": "Be brief."}

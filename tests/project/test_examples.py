@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PAGES = [EXAMPLES.parent / "README.md", *sorted((EXAMPLES.parent / "docs").rglob("*.md"))]
 README_BLOCKS = [
     block

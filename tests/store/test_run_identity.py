@@ -46,7 +46,7 @@ def test_every_run_option_is_in_the_identity_or_said_not_to_be():
 
 
 BASE = {"method": "vanilla", "benchmark": "arith", "model": "scripted:echo"}
-SCRIPT = Path(__file__).parent / "fixtures" / "cli" / "answers.yaml"
+SCRIPT = Path(__file__).parents[1] / "fixtures" / "cli" / "answers.yaml"
 
 
 def directory(**options: object) -> Path:

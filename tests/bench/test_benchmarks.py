@@ -21,7 +21,7 @@ from maslab.bench.data import data_path, fetch, import_file, read_records
 from maslab.core.answers import extract_answer
 from maslab.errors import ConfigError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "benchmarks"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "benchmarks"
 GSM8K = "gsm8k_test_head300.jsonl"
 AQUA = "aqua_test_head100.jsonl"
 GSM8K_ROWS = [
