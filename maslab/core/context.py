@@ -3,7 +3,9 @@
 It resolves model handles, numbers identical requests (the cache's draw index), enforces the
 sample's budget, records every call in the usage ledger and every agent message in the
 transcript, counts the requests of its sandboxed programs (:mod:`maslab.kit.bridge`) that were
-refused or failed, and gives the sample its own seeded random generator.
+refused or failed, and gives the sample its own seeded random generator. On a task of several
+turns or with an environment it is also the tool door: it delivers the episode's turns and runs
+and records every call on the environment (:mod:`maslab.core.episode`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import hashlib
 import random
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -23,10 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from maslab import defaults
 from maslab.config_files import validation_message
+from maslab.core.environment import Environment, ToolError
+from maslab.core.episode import ToolOutcome, ToolRecord, Turn
 from maslab.core.messages import Message, Transcript
 from maslab.core.roles import check_model_roles, role_models
 from maslab.core.scheduling import CallGate
-from maslab.core.task import Solution
+from maslab.core.task import Solution, Task
 from maslab.errors import BudgetExceeded, ConfigError, SampleEnded
 from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
 from maslab.llm.pool import ModelPool
@@ -105,6 +109,7 @@ class Context:
         sampling: Mapping[str, Any] | None = None,
         model_roles: Mapping[str, Any] | None = None,
         gate: CallGate | asyncio.Semaphore | None = None,
+        environment: Environment | None = None,
     ) -> None:
         """Check the arguments and open the sample's ledger, transcript and random stream.
 
@@ -124,6 +129,8 @@ class Context:
                 of its sample answered so far (its policy decides whether that counts).
             model_roles: Role or agent name -> model spec (or ``{model, temperature}``), giving
                 agents other models than ``model`` (see :mod:`maslab.core.roles`).
+            environment: The sample's own environment, whose functions its agents call through
+                :meth:`call_tool`; None for a task that needs none.
 
         Raises:
             ConfigError: An argument of the wrong type, or an unknown sampling parameter.
@@ -134,6 +141,7 @@ class Context:
             ("models", models, ModelPool, "a ModelPool"),
             ("budget", budget, Budget, "a Budget"),
             ("gate", gate, (asyncio.Semaphore, CallGate), "an asyncio.Semaphore or a CallGate"),
+            ("environment", environment, Environment, "an Environment"),
         ):
             if value is not None and not isinstance(value, kind):
                 _wrong(name, value, expected)
@@ -162,6 +170,9 @@ class Context:
         self.budget_stop: BudgetExceeded | None = None
         self.program_calls_refused = 0  # its programs' requests the bridge refused (no call)
         self.program_calls_failed = 0  # its programs' calls the model failed (error replies)
+        self.environment = environment
+        self.turn = 0  # the episode's current turn (0-based): the turn of each call recorded
+        self.tool_calls: list[ToolRecord] = []  # every call on the environment, in order
         self._ended = False
         self._draws: Counter[tuple[str, str]] = Counter()
         self._inflight: set[asyncio.Future[Completion]] = set()
@@ -189,6 +200,50 @@ class Context:
     def propose(self, answer: str, **metadata: Any) -> None:
         """Record the method's best answer so far: a budget stop scores the latest one."""
         self.proposal = Solution(answer=answer, metadata=metadata)
+
+    async def episode(self, task: Task) -> AsyncIterator[Turn]:
+        """The user turns of ``task``, each delivered when the method asks for the next: the
+        first is its prompt, then each of ``task.turns``. While a turn is the current one, every
+        call on the environment is recorded at it. A method that never asks sees the first turn
+        only (``task.prompt()``), and every call it makes counts at that turn.
+
+        The functions of a turn are the environment's at that turn, else the task's declared
+        ``tools`` (the same at every turn)."""
+        for index, message in enumerate((task.prompt(), *task.turns)):
+            self.turn = index
+            functions = (
+                self.environment.functions(index) if self.environment is not None else task.tools
+            )
+            yield Turn(index, message, tuple(functions))
+
+    def call_tool(self, agent: str | None, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        """Call function ``name`` of the sample's environment at the current turn and record it.
+
+        A call the environment refuses (:class:`~maslab.core.environment.ToolError`) is an
+        error observation, ``"error: <its message>"``; any other exception is the
+        environment's fault and propagates. A tool call is no model call: it counts against no
+        budget (a method bounds its loop, :func:`maslab.kit.acting.act`).
+
+        Raises:
+            SampleEnded: The sample has ended (:meth:`settle`).
+            RuntimeError: The sample has no environment (its tools are only declared).
+        """
+        if self._ended:
+            raise SampleEnded(f"sample {self.sample_id} has ended: no new tool call starts")
+        if self.environment is None:
+            raise RuntimeError(f"sample {self.sample_id} has no environment to call {name!r} on")
+        started = time.perf_counter()
+        try:
+            outcome = ToolOutcome(self.environment.execute(name, arguments))
+        except ToolError as exc:
+            outcome = ToolOutcome(f"error: {exc}", error=True)
+        duration = time.perf_counter() - started
+        self.tool_calls.append(
+            ToolRecord(
+                self.turn, agent, name, dict(arguments), outcome.result, outcome.error, duration
+            )
+        )
+        return outcome
 
     @property
     def usage(self) -> UsageTotals:

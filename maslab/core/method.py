@@ -16,6 +16,7 @@ from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError
 
 from maslab.config_files import validation_message
 from maslab.core.context import Context
+from maslab.core.episode import episode_answer
 from maslab.core.roles import ModelRoles, check_model_roles, check_role_names
 from maslab.core.task import Solution, Task
 from maslab.defaults import DEMO_MODEL
@@ -169,6 +170,11 @@ class Method:
         On a budget stop, even one the method caught, the solution says so in its metadata;
         if ``solve`` did not return, it is the method's best answer so far (``ctx.propose``),
         or empty. Other errors propagate once the calls have settled.
+
+        On a sample with an environment the answer is what was called, turn by turn
+        (:func:`~maslab.core.episode.episode_answer`), the same form for every method; the
+        method's own answer moves to the metadata (``method_answer``), beside the number of
+        turns it was given (``turns_delivered``).
         """
         solution: Solution | None = None
         try:
@@ -177,11 +183,17 @@ class Method:
             ctx.budget_stop = ctx.budget_stop or exc  # a method may raise its own
         finally:
             await ctx.settle()
-        if ctx.budget_stop is None and solution is not None:
+        if ctx.budget_stop is not None or solution is None:
+            solution = solution or ctx.proposal or Solution(answer="")
+            solution = solution.model_copy(
+                update={"metadata": {**solution.metadata, "budget": str(ctx.budget_stop)}}
+            )
+        if ctx.environment is None:
             return solution
-        solution = solution or ctx.proposal or Solution(answer="")
-        return solution.model_copy(
-            update={"metadata": {**solution.metadata, "budget": str(ctx.budget_stop)}}
+        metadata = {"method_answer": solution.answer, "turns_delivered": ctx.turn + 1}
+        return Solution(
+            answer=episode_answer(ctx.tool_calls, 1 + len(task.turns)),
+            metadata={**solution.metadata, **metadata},
         )
 
     async def optimize(self, tasks: Sequence[Task], ctx: Context) -> None:

@@ -26,6 +26,13 @@ class Task(BaseModel):
     tests: tuple[str, ...] = ()
     answer_type: AnswerType = "text"
     instruction: str = ""
+    tools: tuple[dict[str, Any], ...] = ()
+    """Functions the task offers (``{"name", "description", "parameters"}``, parameters a JSON
+    schema object). Without an :class:`~maslab.core.environment.Environment` they are only
+    declared: the answer is the calls an agent makes (a function-calling benchmark)."""
+    turns: tuple[str, ...] = ()
+    """The user's further turns after ``question``: an episode of ``1 + len(turns)`` turns, each
+    delivered when the method ends the one before (``""``: a turn with no new message)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def prompt(self) -> str:

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from maslab.bench.benchmark import Benchmark
 from maslab.bench.evaluation import Evaluator
 from maslab.core.method import Method
 from maslab.core.scheduling import CallGate
@@ -69,13 +70,15 @@ class WorkersLost(RunFailed):
 class RunSpec:
     """What a worker needs to solve a run's samples, whatever files its machine holds: the
     config, the method's and the evaluator's classes (a notebook's own, too), the endpoints
-    table (not its file) and the state the method learned (its JSON form), if it learns."""
+    table (not its file), the state the method learned (its JSON form), if it learns, and the
+    benchmark's class, which builds each sample's environment (None: no sample has one)."""
 
     config: RunConfig
     method: type[Method]
     evaluator: type[Evaluator]
     endpoints: EndpointsFile | None
     learned_state: dict[str, Any] | None
+    benchmark: type[Benchmark] | None = None
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,9 @@ class ShardWorker:
         if run.learned_state is not None:
             method.restore_learned_state(run.learned_state, f"{config.out}/{LEARNED_STATE}")
         evaluator = build_evaluator(run.evaluator, config.evaluator_options, models)
-        solver = SampleSolver(config, method, evaluator, models)
+        benchmark = run.benchmark(config.benchmark_options) if run.benchmark else None
+        environment = benchmark.environment if benchmark is not None else None
+        solver = SampleSolver(config, method, evaluator, models, environment)
         open_samples = asyncio.Semaphore(self._share(config.concurrency))
         finished: asyncio.Queue[Finished] = asyncio.Queue()
 
@@ -320,6 +325,7 @@ class RayCluster:
             type(runner.evaluator),
             endpoints_table(config.endpoints),
             runner.method.dump_learned_state() if config.optimize_on else None,
+            type(runner.benchmark),
         )
         shards = plan_shards(todo, self.shards, self.slots)
         await all_or_first_failure(self._shard(runner, Shard(spec, s)) for s in shards)

@@ -305,7 +305,9 @@ class Runner:
         self.evaluator: Evaluator = build_evaluator(
             get_evaluator(self.evaluator_name), config.evaluator_options, self.models
         )
-        self.solver = SampleSolver(config, self.method, self.evaluator, self.models)
+        self.solver = SampleSolver(
+            config, self.method, self.evaluator, self.models, self.benchmark.environment
+        )
         # refuse before anything runs where code cannot be contained
         if config.strict_sandbox:
             require_isolation()

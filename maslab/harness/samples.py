@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import inspect
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from maslab.analysis.triage import signals
 from maslab.bench.evaluation import Evaluator
 from maslab.core.context import Budget, Context
+from maslab.core.environment import Environment
 from maslab.core.method import Method
 from maslab.core.scheduling import CallGate
 from maslab.core.task import Task
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from maslab.harness.runner import RunConfig
 
 _ENDPOINT_STATUSES = {401, 403, 404}  # credentials or model refused: no sample can succeed
+TOOL_RESULT_CHARS = 2000  # a tool call's result in the trace, cut to this many characters
 
 
 class _SampleFields(TypedDict):
@@ -86,7 +89,8 @@ def trace(
     calls, the requests of its programs that the bridge refused and the calls of theirs that
     failed (:mod:`maslab.kit.bridge`), its transcript and the topology it ran on; given the
     ``task``, also the answer extracted from each message as its answer type extracts (None
-    where there is none), which :mod:`maslab.analysis.trajectory` reads."""
+    where there is none), which :mod:`maslab.analysis.trajectory` reads; any calls on its
+    environment, each result cut to :data:`TOOL_RESULT_CHARS`."""
     line: dict[str, Any] = {
         "task_id": task_id,
         "repeat": repeat,
@@ -99,7 +103,25 @@ def trace(
     }
     if task is not None:
         line["answers"] = [answer_key(task, m.content) for m in ctx.transcript]
+    if ctx.tool_calls:
+        line["tools"] = [
+            {**asdict(call), "result": _clip(call.result, TOOL_RESULT_CHARS)}
+            for call in ctx.tool_calls
+        ]
     return Trace.model_validate(line)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+
+
+def tool_fields(ctx: Context) -> dict[str, int]:
+    """A sample's calls on its environment for its result record: how many, and how many
+    errored."""
+    return {
+        "tool_calls": len(ctx.tool_calls),
+        "tool_errors": sum(call.error for call in ctx.tool_calls),
+    }
 
 
 class SampleSolver:
@@ -110,18 +132,32 @@ class SampleSolver:
         method: Its method, built from ``config`` (and any learned state loaded).
         evaluator: Its evaluator.
         models: The pool every call of its samples goes through.
+        environment: Builds a fresh environment for each sample of a task, or None for a task
+            that needs none (the benchmark's :meth:`~maslab.bench.benchmark.Benchmark.environment`);
+            None: no task has one.
     """
 
     def __init__(
-        self, config: RunConfig, method: Method, evaluator: Evaluator, models: ModelPool
+        self,
+        config: RunConfig,
+        method: Method,
+        evaluator: Evaluator,
+        models: ModelPool,
+        environment: Callable[[Task], Environment | None] | None = None,
     ) -> None:
         self.config = config
         self.method = method
         self.evaluator = evaluator
         self.models = models
+        self.environment = environment
 
     def context(
-        self, sample_id: str, repeat: int, calls: CallGate, budget: Budget | None
+        self,
+        sample_id: str,
+        repeat: int,
+        calls: CallGate,
+        budget: Budget | None,
+        environment: Environment | None = None,
     ) -> Context:
         config = self.config
         return Context(
@@ -134,19 +170,27 @@ class SampleSolver:
             sampling=config.sampling,
             model_roles=config.model_roles,
             gate=calls,
+            environment=environment,
         )
 
     async def solve(self, task: Task, repeat: int, calls: CallGate) -> Finished:
         """Solve (see :meth:`Method.run_sample`), then score through the sample's context:
         scoring calls are the sample's too, but never count against its budget. The record
-        carries the sample's triage signals, read from its trace."""
-        ctx = self.context(task.id, repeat, calls, self.config.budget())
+        carries the sample's triage signals, read from its trace, and its calls on the
+        environment the benchmark builds for it, if any."""
+        environment = self.environment(task) if self.environment is not None else None
+        ctx = self.context(task.id, repeat, calls, self.config.budget(), environment)
         started = time.monotonic()
         with unsafe_no_sandbox(self.config.unsafe_no_sandbox):
             record, failure = await self._solve_and_score(task, ctx)
         elapsed = time.monotonic() - started
         line = trace(task.id, repeat, task.prompt(), ctx, task)
-        update = {**usage_fields(ctx), "elapsed_s": elapsed, "signals": signals(record, line)}
+        update = {
+            **usage_fields(ctx),
+            **tool_fields(ctx),
+            "elapsed_s": elapsed,
+            "signals": signals(record, line),
+        }
         record = record.model_copy(update=update)
         return Finished(record, line, failure is not None and endpoint_failure(failure))
 

@@ -93,11 +93,15 @@ def _repair(candidate: str) -> str:
 
 
 def _candidates(text: str) -> list[str]:
-    """Fenced blocks first, then every balanced {...} span not inside another, in order.
+    """Fenced blocks first, then every balanced {...} span not inside another, in order."""
+    return [m.group(1) for m in _FENCE.finditer(text)] + _spans(text)
+
+
+def _spans(text: str) -> list[str]:
+    """Every balanced {...} span of ``text`` not inside another, in order.
 
     Braces inside string literals do not count; an unclosed ``{`` (prose) hides nothing after it.
     """
-    found = [m.group(1) for m in _FENCE.finditer(text)]
     spans: list[tuple[int, int]] = []
     opened: list[int] = []
     in_string = escaped = False
@@ -118,12 +122,12 @@ def _candidates(text: str) -> list[str]:
             while spans and spans[-1][0] > start:  # spans nested in this one
                 spans.pop()
             spans.append((start, i + 1))
-    return found + [text[start:end] for start, end in spans]
+    return [text[start:end] for start, end in spans]
 
 
-def _objects(text: str) -> Iterator[dict[str, Any]]:
-    """Every JSON object that the candidates of ``text`` decode to, in order."""
-    for candidate in map(_repair, _candidates(text)):
+def _objects(candidates: list[str]) -> Iterator[dict[str, Any]]:
+    """Every JSON object that ``candidates`` decode to, in order."""
+    for candidate in map(_repair, candidates):
         for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
             try:
                 value = json.loads(attempt, strict=False)  # raw newlines in strings allowed
@@ -136,14 +140,28 @@ def _objects(text: str) -> Iterator[dict[str, Any]]:
 
 def parse_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in ``text`` (fenced or inline; trailing commas tolerated), or None."""
-    return next(_objects(text), None)
+    return next(_objects(_candidates(text)), None)
 
 
 def parse_model(text: str, schema: type[M]) -> M | None:
     """The first JSON object in ``text`` that validates against ``schema``, or None."""
-    for value in _objects(text):
+    for value in _objects(_candidates(text)):
         try:
             return schema.model_validate(value)
         except ValidationError:
             continue
     return None
+
+
+def parse_models(text: str, schema: type[M]) -> list[M]:
+    """Every JSON object in ``text`` that validates against ``schema``, in order: those in its
+    fenced blocks if it has any, else those written inline (a JSON list of them, or one after
+    another); the objects of a list or a fence count one by one."""
+    blocks = [m.group(1) for m in _FENCE.finditer(text)] or [text]
+    found = []
+    for value in _objects([span for block in blocks for span in _spans(block)]):
+        try:
+            found.append(schema.model_validate(value))
+        except ValidationError:
+            continue
+    return found

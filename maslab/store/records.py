@@ -91,6 +91,9 @@ class ResultRecord(BaseModel):
     cost.
     ``signals``: its triage signals, name -> value, above 0 when it fired (see
     :mod:`maslab.analysis.triage`); empty in runs recorded before they were stored.
+    ``tool_calls`` and ``tool_errors``: the calls the sample's agents made on its environment,
+    and how many of them errored (:meth:`maslab.core.context.Context.call_tool`; no model
+    calls, never in ``usage``); 0 without an environment and in runs recorded before.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -108,6 +111,8 @@ class ResultRecord(BaseModel):
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     signals: dict[str, float] = Field(default_factory=dict)
+    tool_calls: int = 0
+    tool_errors: int = 0
 
     @property
     def key(self) -> Key:
@@ -217,6 +222,19 @@ class TraceMessage(_Part):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class TraceTool(_Part):
+    """One call on the sample's environment (:class:`maslab.core.episode.ToolRecord`), its
+    result cut to a bounded length."""
+
+    turn: int = 0
+    agent: str | None = None
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: str = ""
+    error: bool = False
+    duration_s: float = 0.0
+
+
 class TopologyNode(_Part):
     name: str
     attrs: dict[str, Any] = Field(default_factory=dict)
@@ -251,8 +269,10 @@ class Trace(_Part):
     optimisation step's, and traces recorded before they were). ``program_calls_refused``
     and ``program_calls_failed`` count the requests of the sample's sandboxed programs that
     the bridge refused and their calls the model failed (:mod:`maslab.kit.bridge`; 0 before
-    they were recorded). ``task_id`` and ``repeat`` come first: the trace index reads them
-    from a line's first bytes, and every line has them (a line without them is no trace).
+    they were recorded). ``tools`` lists the calls on the sample's environment, in the order
+    they ran (absent without one, and before they were recorded). ``task_id`` and ``repeat``
+    come first: the trace index reads them from a line's first bytes, and every line has them
+    (a line without them is no trace).
     """
 
     task_id: str
@@ -264,6 +284,7 @@ class Trace(_Part):
     messages: tuple[TraceMessage, ...] = ()
     topology: TopologyGraph | None = None
     answers: tuple[str | None, ...] | None = None
+    tools: tuple[TraceTool, ...] = ()
 
     @property
     def key(self) -> Key:

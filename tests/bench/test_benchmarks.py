@@ -61,7 +61,7 @@ def test_every_benchmark_is_registered_with_a_consistent_contract():
         cls = get_benchmark(name)
         assert cls.name == name
         assert cls.domain in {
-            "math", "science", "knowledge", "medicine", "code", "reasoning", "fairness",
+            "math", "science", "knowledge", "medicine", "code", "reasoning", "fairness", "tools",
         }  # fmt: skip
         assert cls.evaluator in {
             "numeric",
@@ -72,6 +72,8 @@ def test_every_benchmark_is_registered_with_a_consistent_contract():
             "llm_judge",
             "collab_maze",
             "choice_bias",
+            "bfcl_ast",
+            "bfcl_state",
         }
         assert cls.instruction and cls.fields and "test" in cls.splits
         assert cls.shuffle_choices == (cls.answer_type == "choice")

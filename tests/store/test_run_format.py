@@ -14,11 +14,13 @@ from typing import Any
 
 import orjson
 import pytest
-from helpers import agent_of
+from helpers import Shelf, agent_of
 from pydantic import BaseModel
 from rich.console import Console
 
 import maslab
+from maslab.bench.benchmark import _BENCHMARKS, register_benchmark
+from maslab.benchmarks.arith import Arith
 from maslab.cli import main
 from maslab.core.context import Context
 from maslab.core.method import Method, MethodConfig, MethodState, register_method
@@ -73,8 +75,9 @@ def _respond(request: ChatRequest) -> str | Reply:
 @register_method("format_probe")
 class FormatProbe(Method):
     """Writes a trace with every part of the format: a topology, a native tool call and the tool
-    turn answering it, a failed call, a scoring call, addressed, posted and annotated messages;
-    its second task errors; it learns in an optimisation step."""
+    turn answering it, a failed call, a scoring call, addressed, posted and annotated messages,
+    a call on the environment and a refused one; its second task errors; it learns in an
+    optimisation step."""
 
     paper = category = calls = "test only"
 
@@ -111,6 +114,9 @@ class FormatProbe(Method):
             await ctx.chat("refuse this", agent="c", round=1)
         await ctx.chat("is 42 right?", agent="judge", purpose="scoring")
         final = await b.reply(answered.text, round=1)
+        if ctx.environment is not None:  # the optimisation step has none
+            ctx.call_tool("a", "put", {"key": "sum", "value": "42"})
+            ctx.call_tool("b", "take", {"key": "product"})
         if task.id.endswith("1"):
             raise ValueError("the probe fell over")
         return Solution(answer=final.content, metadata={"seen": self.seen})
@@ -122,11 +128,20 @@ def probe_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     register_provider("probe")(
         lambda name, settings: ScriptedModel(_respond, name=f"probe:{name}", native=("tools",))
     )
+    _BENCHMARKS.names()
+    monkeypatch.setattr(_BENCHMARKS, "_classes", dict(_BENCHMARKS._classes))
+
+    @register_benchmark("arith_on_a_shelf")
+    class ArithOnAShelf(Arith):
+        """arith, each sample with a shelf to put things on."""
+
+        def environment(self, task: Task) -> Shelf:
+            return Shelf()
 
 
 def _evaluate(out: Path, **options: Any) -> maslab.RunResult:
     options = {"limit": 3, "cache": False, "progress": False, "out": out, **options}
-    return maslab.evaluate("format_probe", "arith", "probe:x", **options)
+    return maslab.evaluate("format_probe", "arith_on_a_shelf", "probe:x", **options)
 
 
 # --- what "exactly what the types describe" means ---------------------------------------------
@@ -262,6 +277,10 @@ def test_every_line_every_writer_writes_is_exactly_what_the_format_types(
     assert [m.kind for m in trace.messages] == ["message", "observation", "message", "message"]
     assert trace.messages[0].recipients == ("b",) and trace.messages[2].metadata == {"via": "tool"}
     assert trace.answers is not None and len(trace.answers) == len(trace.messages)
+    assert [(t.agent, t.name, t.error) for t in trace.tools] == [
+        ("a", "put", False), ("b", "take", True),
+    ]  # fmt: skip
+    assert (run.records[0].tool_calls, run.records[0].tool_errors) == (2, 1)
     [optimization] = RunStore(run.dir).optimizations()
     assert optimization.status == "ok"
 
@@ -300,6 +319,8 @@ FULL_TRACE = {
                                            {"name": "b", "attrs": {}}],
                  "edges": [{"source": "a", "target": "b", "attrs": {"weight": 1.5}}]},
     "answers": ["42"],
+    "tools": [{"turn": 1, "agent": "a", "name": "put", "arguments": {"key": "k", "value": 1},
+               "result": "error: full", "error": True, "duration_s": 0.001}],
 }  # fmt: skip
 
 
@@ -324,7 +345,8 @@ def test_records_round_trip_through_a_run_directory(tmp_path):
         {"task_id": "t1", "repeat": 2, "status": "ok", "answer": "42", "gold": "42",
          "score": {"value": 1.0, "correct": True, "extracted": "42", "details": {"k": [1]}},
          "usage": {"calls": 1.0}, "usage_by_model": {"m": {"calls": 1.0}},
-         "signals": {"retries": 2.0}, "metadata": {"why": "because"}, "elapsed_s": 0.25}
+         "signals": {"retries": 2.0}, "metadata": {"why": "because"}, "elapsed_s": 0.25,
+         "tool_calls": 3, "tool_errors": 1}
     )  # fmt: skip
     trace = Trace.model_validate(FULL_TRACE)
     store = RunStore(tmp_path)
