@@ -24,8 +24,22 @@ Algorithm (planner cap S_p; sub-agents are exposed to the planner as tools; star
      the loop.
 3. If the loop ends without ``final_answer``, one more planner call asks for the answer.
 
-LLM calls: at most S_p + Σ_delegations cap + 1, with cap = 1 for the analyst and
-``coder_steps`` for the coder (tools call no model). The exact count depends on the planner.
+On tool use (a turn with functions: an environment's, or declared ones), at each turn of the
+episode (:meth:`maslab.core.context.Context.episode`) the team is one specialist per group of the
+turn's functions (the groups the environment names with ``function_groups()``, as BFCL's does by
+class; else one specialist, ``functions``, with all of them). A delegation starts a fresh
+specialist that works its task in one tool loop (:func:`maslab.kit.acting.act`, at most
+``specialist_steps`` replies, the calls running through the sample's tool door) and reports its
+last reply and the calls it made with their results. The planner's history runs through the
+episode; ``final_answer`` (or the forced answer) ends the turn, whose answer on an environment is
+what was called. On declared tools (no environment) the first calls a specialist makes are the
+answer, as JSON, and the planner stops there (``[]``: no specialist called).
+
+LLM calls, per turn: at most S_p + Σ_delegations cap + 1, with cap = 1 for the analyst,
+``coder_steps`` for the coder and ``specialist_steps`` for a specialist (tools call no model);
+an episode: the sum over its turns; declared tools only: the planner steps up to the first
+delegation whose specialist calls, plus those delegations. The exact count depends on the
+planner.
 
 Budget stop: the latest observation that is not an error (a team member's report or a tool's
 output), since the planner states no answer before ``final_answer``.
@@ -45,11 +59,17 @@ Deviations:
   report, instead of an extra forced-answer call, which keeps the call bound above.
 - A second malformed planner reply in a row ends the loop early (the official code keeps
   stepping to the cap).
+- On tool use the team is the specialists only (no analyst or coder), a specialist per group of
+  functions in place of the paper's per-skill sub-agents, with a fresh memory per delegation.
+  A turn with no new message (one that only adds functions) gets our own line saying that more
+  functions are available, and a turn whose team changed lists the new team.
 - Prompts are our own paraphrase.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar
@@ -66,10 +86,14 @@ from pydantic import (
     model_validator,
 )
 
+from maslab.core.agents import Agent
 from maslab.core.context import Context
+from maslab.core.environment import Environment
+from maslab.core.episode import calls_json
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
+from maslab.kit.acting import Function, act
 from maslab.kit.parsing import as_text
 from maslab.kit.structured import Reply, ask
 from maslab.kit.tools import Tool, ToolCall, ToolNames, get_tools, python_tool, run_tool
@@ -78,6 +102,9 @@ from maslab.sandbox import Limits
 PLANNER = "planner"
 FINAL = "final_answer"
 TEAM = ("analyst", "coder")
+SPECIALIST = "specialist"  # the model role of the sub-agents that own a group of functions
+ALL = "functions"  # the one group when the environment names none
+MORE_FUNCTIONS = "You have more functions now. Go on with my last request."
 
 _PYTHON_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.S)
 
@@ -89,6 +116,11 @@ CODER_SYSTEM = (
     "You are a Python programmer with a sandboxed interpreter (no network access). To run a "
     "program, reply with one ```python code block that prints what you need; you will be shown "
     "its output. Once you have what you need, reply with your report and no code block."
+)
+SPECIALIST_SYSTEM = (
+    "You carry out tasks with functions. Call them to act and to find out what you need, read "
+    "each result (an error too) before going on, and call no function you were not offered. "
+    "When the task is done, or cannot be done with your functions, reply without a call."
 )
 CORRECTION = "Your last reply was not a valid action (final_answer needs arguments.answer)."
 FORCED_FINAL = (
@@ -200,8 +232,10 @@ def planner_system(tools: Sequence[Tool]) -> str:
     )
 
 
-def opening_prompt(task: Task) -> str:
-    return f"Task:\n{task.prompt()}\n\nWrite your plan and take your first action."
+def opening_prompt(message: str, team: Sequence[Tool] = ()) -> str:
+    """A turn's first planner prompt; ``team``: the team, when it changed since the last turn."""
+    changed = "Your team now:\n" + "\n".join(t.describe() for t in team) + "\n\n" if team else ""
+    return f"{changed}Task:\n{message}\n\nWrite your plan and take your first action."
 
 
 def observation_prompt(name: str, observation: str) -> str:
@@ -230,9 +264,14 @@ def coder_followup(output: str, *, last: bool) -> str:
     return f"Output of your program:\n{output}\n\n{advice}"
 
 
+TASK_ARGUMENT = {"task": {"type": "string", "description": "a complete, self-contained task"}}
+
+
 class Team:
     """The planner's sub-agents as tools. Each delegation starts a fresh agent; its calls carry
     the planner step (``round``) that delegated it."""
+
+    answer: str | None = None  # an ordinary task's team never answers for the planner
 
     def __init__(self, ctx: Context, config: Conductor.Config) -> None:
         self.ctx = ctx
@@ -242,10 +281,10 @@ class Team:
         self.python = python_tool(Limits(wall_seconds=seconds, cpu_seconds=seconds))
 
     def tools(self) -> list[Tool]:
-        task = {"task": {"type": "string", "description": "a complete, self-contained task"}}
         return [
-            Tool("analyst", "Reasons a problem through step by step.", task, self.analyst),
-            Tool("coder", "Writes Python and runs it in a sandbox.", task, self.coder),
+            Tool("analyst", "Reasons a problem through step by step.", TASK_ARGUMENT, self.analyst),
+            Tool("coder", "Writes Python and runs it in a sandbox.", TASK_ARGUMENT, self.coder),
+            *get_tools(self.config.tools),
         ]
 
     async def analyst(self, task: str) -> str:
@@ -271,20 +310,90 @@ class Team:
         return f"{reply.content}\n\nOutput of the last program:\n{output}"
 
 
+def grouped(
+    functions: Sequence[Function], environment: Environment | None
+) -> dict[str, list[Function]]:
+    """The turn's functions by group, in the order they are offered: the groups the environment
+    names (:meth:`~maslab.core.environment.Environment.function_groups`; BFCL's by class), else
+    one group of all, :data:`ALL`."""
+    group_of = environment.function_groups() if environment is not None else {}
+    groups: dict[str, list[Function]] = {}
+    for function in functions:
+        groups.setdefault(group_of.get(function["name"], ALL), []).append(function)
+    return groups
+
+
+class Specialists:
+    """An episode's team: one sub-agent per group of the turn's functions. Each delegation starts
+    a fresh agent that works the task in one tool loop (:func:`act`) and reports what it did.
+
+    On declared tools (no environment) nothing runs: the first calls a specialist makes are the
+    answer (:attr:`answer`), and the planner stops there.
+    """
+
+    def __init__(
+        self, ctx: Context, config: Conductor.Config, functions: Sequence[Function]
+    ) -> None:
+        self.ctx = ctx
+        self.config = config
+        self.round = 0
+        self.answer: str | None = None
+        self.groups = grouped(functions, ctx.environment)
+
+    def tools(self) -> list[Tool]:
+        return [
+            Tool(
+                name,
+                f"Carries out a task with the functions {', '.join(f['name'] for f in group)}.",
+                TASK_ARGUMENT,
+                functools.partial(self.work, name),
+            )
+            for name, group in self.groups.items()
+        ]
+
+    async def work(self, name: str, task: str) -> str:
+        agent = self.ctx.agent(name, role=SPECIALIST, system=SPECIALIST_SYSTEM)
+        acted = await act(
+            agent,
+            assignment(task),
+            self.groups[name],
+            max_steps=self.config.specialist_steps,
+            round=self.round,
+            kind="work",
+        )
+        if self.ctx.environment is None and acted.calls:
+            self.answer = calls_json((c.name, c.arguments) for c in acted.calls)
+        made = "\n".join(
+            f"- {c.name}({json.dumps(c.arguments, ensure_ascii=False)})"
+            + ("" if c.outcome is None else f" -> {c.outcome.result}")
+            for c in acted.calls
+        )
+        capped = "\n(stopped at its step cap)" if acted.capped else ""
+        return acted.message.content + (f"\n\nCalls made:\n{made}{capped}" if made else "")
+
+
 @register_method("conductor")
 class Conductor(Method):
-    """A planner keeps a plan with statuses and delegates to sub-agents until final_answer."""
+    """A planner keeps a plan with statuses and delegates to sub-agents until final_answer; on
+    tool use, each sub-agent owns one group of the turn's functions."""
 
-    roles = (PLANNER, *TEAM)
+    roles = (PLANNER, *TEAM, SPECIALIST)
     paper = "AgentOrchestra, arXiv 2506.12508"
     category = "planner-conductor hierarchy"
-    calls = "≤ planner steps + Σ sub-agent step caps of its delegations + 1"
+    calls = (
+        "per turn ≤ planner_steps + Σ caps of its delegations + 1 (analyst 1, coder "
+        "coder_steps, specialist specialist_steps); declared tools only: up to the first "
+        "delegation that calls"
+    )
 
     class Config(MethodConfig):
-        planner_steps: int = Field(20, ge=1)
+        planner_steps: int = Field(20, ge=1, description="Planner replies per turn at most.")
         coder_steps: int = Field(3, ge=1)
         sandbox_seconds: float = Field(10, gt=0)
         tools: ToolNames = Field(default_factory=list)
+        specialist_steps: int = Field(
+            10, ge=1, description="A specialist's replies per delegation at most (its tool loop)."
+        )
 
         @field_validator("tools")
         @classmethod
@@ -296,47 +405,88 @@ class Conductor(Method):
     config: Config
 
     def structure(self) -> Topology:
-        """The planner calls each team member and tool and reads what it returns."""
+        """On an ordinary task: the planner calls each team member and tool and reads what it
+        returns (on tool use the team is the turn's groups of functions)."""
         return Topology.star(PLANNER, [*TEAM, *self.config.tools], direction="both")
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
-        cfg = self.config
-        team = Team(ctx, cfg)
-        tools = [*team.tools(), *get_tools(cfg.tools)]
-        ctx.topology = self.structure()
-        planner = ctx.agent(PLANNER, system=planner_system(tools))
-        plan: list[PlanStep] = []
-        trace: list[dict[str, Any]] = []
-
-        def solution(answer: str, finish: str) -> Solution:
-            return Solution(
-                answer=answer,
-                metadata={"plan": [s.model_dump() for s in plan], "trace": trace, "finish": finish},
+        planner: Agent | None = None
+        shown: list[str] = []
+        run = Run(ctx, self.config)
+        async for turn in ctx.episode(task):
+            team = (
+                Specialists(ctx, self.config, turn.functions)
+                if turn.functions
+                else Team(ctx, self.config)
             )
+            tools = team.tools()
+            members = [tool.name for tool in tools]
+            ctx.topology = Topology.star(PLANNER, members, direction="both")
+            changed = planner is not None and members != shown
+            if planner is None:
+                planner = ctx.agent(PLANNER, system=planner_system(tools))
+            shown = members
+            prompt = opening_prompt(turn.message or MORE_FUNCTIONS, tools if changed else ())
+            await run.turn(planner, team, tools, prompt)
+            if team.answer is not None:
+                return run.solution(team.answer, "calls")
+        if ctx.environment is None and task.tools:
+            return run.solution("[]", run.finish)  # declared tools, and no specialist called
+        return run.solution(run.answer, run.finish)
 
+
+class Run:
+    """The planner's steps through the episode: a plan with statuses, the trace of its actions,
+    and how the last turn finished."""
+
+    def __init__(self, ctx: Context, config: Conductor.Config) -> None:
+        self.ctx = ctx
+        self.config = config
+        self.plan: list[PlanStep] = []
+        self.trace: list[dict[str, Any]] = []
+        self.answer = ""
+        self.finish = FINAL
+
+    def solution(self, answer: str, finish: str) -> Solution:
+        plan = [s.model_dump() for s in self.plan]
+        return Solution(
+            answer=answer, metadata={"plan": plan, "trace": self.trace, "finish": finish}
+        )
+
+    async def turn(
+        self, planner: Agent, team: Team | Specialists, tools: list[Tool], prompt: str
+    ) -> None:
+        """One turn: at most ``planner_steps`` actions, until final_answer, a declared answer
+        or the forced final answer (steps are numbered through the episode)."""
+        ctx = self.ctx
         action_reply = Action.of(tools)
-        prompt = opening_prompt(task)
-        for step in range(cfg.planner_steps):
+        first = len(self.trace)
+        for step in range(first, first + self.config.planner_steps):
             _, action = await ask(planner, prompt, action_reply, round=step, kind="action")
             if action is None:
-                trace.append({"step": step, "action": None})
+                self.trace.append({"step": step, "action": None})
                 if prompt is CORRECTION:  # the corrective retry failed too
                     break
                 prompt = CORRECTION
                 continue
-            plan = action.plan or plan  # an empty plan keeps the previous one
-            trace.append({"step": step, "action": action.action, "arguments": action.arguments})
+            self.plan = action.plan or self.plan  # an empty plan keeps the previous one
+            self.trace.append(
+                {"step": step, "action": action.action, "arguments": action.arguments}
+            )
             if action.answer is not None:
-                return solution(action.answer, FINAL)
+                self.answer, self.finish = action.answer, FINAL
+                return
             team.round = step
             call = ToolCall(name=action.action, arguments=action.arguments)
             observation = await run_tool(tools, call)
             ctx.post(call.name, observation, round=step, kind="observation", recipients=(PLANNER,))
+            if team.answer is not None:
+                return
             if not observation.startswith("error:"):  # run_tool's failures
                 ctx.propose(observation, source=call.name)
             prompt = observation_prompt(call.name, observation)
 
-        reply = await planner.reply(FORCED_FINAL, round=len(trace), kind="final")
+        reply = await planner.reply(FORCED_FINAL, round=len(self.trace), kind="final")
         forced = action_reply.parse(reply.content)
         answer = forced.answer if forced is not None else None
-        return solution(reply.content if answer is None else answer, "forced")
+        self.answer, self.finish = (reply.content if answer is None else answer), "forced"

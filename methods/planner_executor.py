@@ -1,55 +1,78 @@
-"""Octo-planner: a planner splits the task into steps, an action agent calls one function per step.
+"""Octo-planner: a planner splits each request into steps, an action agent carries them out with
+the functions, step by step.
 
 Chen, Li, Guo, Shen. "Octo-planner: On-device Language Model for Planner-Action Agents".
 arXiv:2406.18082 (2024).
 
-Algorithm (function set F, at most N = 5 steps; chain planner -> action_1 -> ... -> action_n):
+Algorithm, at each turn of the episode (:meth:`maslab.core.context.Context.episode`), with the
+turn's functions F (at most N = ``max_steps`` steps; chain planner -> action):
 
-1. The planner reads the task and F and writes a plan of 1..N steps in natural language.
-2. For step i = 1..n, a fresh action agent reads the step and the observations so far and
-   writes one function call as JSON; the call is executed and its result is observation O_i.
-3. The final answer is the last observation O_n.
+1. The planner reads the turn's message and F (names and descriptions) and writes a plan of
+   1..N steps in natural language (a :class:`Plan`). It keeps its history through the episode.
+2. For step i = 1..n, the action agent works the step in one tool loop
+   (:func:`maslab.kit.acting.act`, at most ``step_replies`` replies): it calls functions of F,
+   the calls run in order through the sample's tool door and their results come back. Its
+   history runs through every step and turn, so a step reads the results of the earlier ones.
+   The step's observation is the result of its last call.
+3. The turn ends after the last step. On an environment the answer is what was called, turn by
+   turn; on a task whose tools are only declared (no environment) it is the first calls the
+   action agent makes, as JSON (``[]``: none), and the steps after them are not taken; on an
+   ordinary task F is the configured toy functions and the answer is the last observation.
 
-LLM calls: 1 + n, where n (1 <= n <= N) is the number of planned steps.
+LLM calls: per turn 1 + Σ_i r_i, with 1 ≤ r_i ≤ ``step_replies`` the replies of step i, so
+≤ 1 + n·``step_replies`` (n ≤ N); with the default ``step_replies`` = 1, exactly 1 + n (the
+paper's). Declared tools only: 1 + the steps up to the first that makes calls (≤ 1 + n). An
+episode of T turns: the sum over its turns.
 
-Budget stop: the latest observation (the answer, had the plan ended at that step).
+Budget stop: the latest observation (the answer, had the plan ended at that step); on an
+environment the calls made so far.
 
 Deviations:
-- The paper's planner is fine-tuned and has internalised F; here F is listed in both prompts
-  (the approximation methods.md suggests). The plan is a JSON list of steps instead of steps
-  joined by ``<nexa_split>``.
-- The action agent sees the task and every earlier step's observation, not only the last one,
-  so a step can combine earlier results.
+- The paper's planner is fine-tuned and has internalised F; here F's names and descriptions
+  are in its prompt (the approximation methods.md suggests). The plan is a JSON list of steps
+  instead of steps joined by ``<nexa_split>``.
+- One action agent with a history through the episode (the paper passes on the last
+  observation only); a step may make several calls in a reply, and ``step_replies`` > 1 lets it
+  read results and call again within the step.
 - Defensive parsing (not in the paper): a plan longer than N steps is cut to N and one that
-  cannot be parsed becomes a single step, the whole task (both recorded in the metadata); a
-  reply without a function call, an unknown function or bad arguments yield an error
-  observation and the chain goes on.
-- F is configurable (``functions``: names registered in :mod:`maslab.kit.tools`); the default is
-  the built-in add, subtract, multiply, divide, compare and sandboxed python.
+  cannot be parsed becomes a single step, the turn's message (both recorded in the metadata); a
+  step without a call observes an error, an unknown function or bad arguments an error result,
+  and the chain goes on.
+- On an ordinary task F is configurable (``functions``: names registered in
+  :mod:`maslab.kit.tools`; default add, subtract, multiply, divide, compare and sandboxed
+  python); the action agent's calls are offered as declared functions and the method runs them
+  (:func:`maslab.kit.tools.run_tool`), one reply per step whatever ``step_replies`` says.
+- A turn with no new message (one that only adds functions) is planned from our own line
+  saying that more functions are available.
 - Prompts are our own.
 
-Native features: where the planner's model supports structured output, the plan is requested
-with its JSON schema as well; where an action agent's model supports tools, F is offered as
-native functions and the prompt asks for a call instead of JSON text. Calls and parsing are
-the same on both paths (a text reply is still read).
+Native features: the plan is requested with its JSON schema where the planner's model has
+structured output; the functions are offered as native tools where the action agent's model
+has them (:mod:`maslab.kit.acting`). Calls and parsing are the same on both paths.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import json
+from collections.abc import Sequence
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
+from maslab.core.agents import Agent
 from maslab.core.context import Context
+from maslab.core.episode import ToolOutcome, calls_json
 from maslab.core.method import Method, MethodConfig, register_method
-from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.structured import Reply, ask, reply_call, tool_params
-from maslab.kit.tools import ToolNames, get_tools, run_tool
+from maslab.kit.acting import Acted, Call, Function, act
+from maslab.kit.structured import Reply, ask
+from maslab.kit.tools import Tool, ToolCall, ToolNames, get_tools, run_tool
+from maslab.llm.types import ChatMessage
 
 NO_CALL = "error: no function call found in the reply"
-ACTION = "action"  # the model role of the action agents action_1 .. action_n
+PLANNER, ACTION = "planner", "action"
+MORE_FUNCTIONS = "You have more functions now. Go on with my last request."
 
 
 class Plan(Reply):
@@ -58,97 +81,143 @@ class Plan(Reply):
     steps: list[Annotated[str, Field(description="a step")]]
 
 
-def plan_prompt(task: Task, functions: str, max_steps: int) -> str:
+def catalogue(functions: Sequence[Function]) -> str:
+    """The functions as the planner reads them: name and description."""
+    return "\n".join(f"- {f['name']}: {f.get('description', '')}" for f in functions)
+
+
+def plan_prompt(request: str, functions: Sequence[Function], max_steps: int) -> str:
     return (
-        f"You plan how to solve a task with these functions:\n{functions}\n\n"
-        f"Task:\n{task.prompt()}\n\n"
-        f"Break the task into 1 to {max_steps} steps. Each step is done by one call of one "
+        f"You plan how to carry out a request with these functions:\n{catalogue(functions)}\n\n"
+        f"Request:\n{request}\n\n"
+        f"Break the request into 1 to {max_steps} steps. Each step is done with one call of one "
         "function and may use the results of earlier steps; write it as a short instruction "
         "that names the function and its inputs. The result of the last step is the answer."
     )
 
 
-def action_prompt(
-    task: Task, functions: str, step: str, done: list[dict[str, Any]], *, native: bool = False
-) -> str:
-    """The action agent's prompt; ``native``: the functions are offered as native tools."""
-    parts = [f"Overall task:\n{task.prompt()}", f"Functions:\n{functions}"]
-    if done:
-        results = "\n".join(
-            f"Step {i}: {d['step']}\nResult: {d['observation']}" for i, d in enumerate(done, 1)
+def step_prompt(request: str, plan: Sequence[str], index: int) -> str:
+    """The action agent's prompt for step ``index`` (1-based); the first also gives the request
+    and the whole plan."""
+    step = f"Step {index} of {len(plan)}: {plan[index - 1]}"
+    if index > 1:
+        return f"{step}\n\nCarry out this step with the functions, using the earlier results."
+    listed = "\n".join(f"{i}. {s}" for i, s in enumerate(plan, 1))
+    return (
+        f"Request:\n{request}\n\nPlan:\n{listed}\n\n{step}\n\nCarry out this step with the "
+        "functions, taking its inputs from the request and the earlier results."
+    )
+
+
+class Toys:
+    """An ordinary task's functions: the configured tools, which the method runs itself (there
+    is no environment), answering the action agent's calls in its history."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.tools: list[Tool] = get_tools(names)
+        self.specs = tuple(tool.spec()["function"] for tool in self.tools)
+
+    async def run(self, agent: Agent, acted: Acted) -> tuple[Call, ...]:
+        results = [
+            await run_tool(self.tools, ToolCall(name=c.name, arguments=c.arguments))
+            for c in acted.calls
+        ]
+        wire = acted.message.metadata.get("tool_calls")
+        if wire:  # native calls: each result answers its call
+            answers: list[ChatMessage] = [
+                {"role": "tool", "tool_call_id": c.id, "name": c.name, "content": result}
+                for c, result in zip(wire, results, strict=True)
+            ]
+            agent.remember(*answers)
+        else:
+            shown = "\n".join(
+                f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)}) -> {result}"
+                for c, result in zip(acted.calls, results, strict=True)
+            )
+            agent.remember({"role": "user", "content": f"Results of your calls:\n{shown}"})
+        return tuple(
+            Call(c.name, c.arguments, ToolOutcome(r, r.startswith("error:")))
+            for c, r in zip(acted.calls, results, strict=True)
         )
-        parts.append(f"Results of the earlier steps:\n{results}")
-    reply = (
-        "Call that function."
-        if native
-        else "Reply with one JSON object only: "
-        '{"function": "<name>", "arguments": {<argument>: <value>, ...}}'
-    )
-    parts.append(
-        f"Current step: {step}\n\nWrite the function call for the current step, taking its "
-        f"inputs from the task and the earlier results. {reply}"
-    )
-    return "\n\n".join(parts)
+
+
+def observation(calls: Sequence[Call]) -> str:
+    """A step's observation: its last call's result (declared calls: the calls as JSON)."""
+    if not calls:
+        return NO_CALL
+    last = calls[-1].outcome
+    return last.result if last is not None else calls_json((c.name, c.arguments) for c in calls)
 
 
 @register_method("planner_executor")
 class PlannerExecutor(Method):
-    """Plan 1..5 function-call steps, then execute them in order, chaining the observations."""
+    """Per turn: plan 1..5 steps from the functions' docs, then an action agent carries them out
+    in order with the functions (1 + n calls per turn)."""
 
-    roles = ("planner", ACTION)
+    roles = (PLANNER, ACTION)
     paper = "Octo-planner, arXiv 2406.18082"
     category = "planner-conductor hierarchy"
-    calls = "1 + n (n ≤ 5 planned steps)"
+    calls: ClassVar[str] = (
+        "per turn 1 + Σ step replies ≤ 1 + n·step_replies (n ≤ 5 planned steps; default "
+        "step_replies 1: exactly 1 + n); declared tools only: 1 + the steps up to the first "
+        "that calls"
+    )
 
     class Config(MethodConfig):
         functions: ToolNames = Field(
             default_factory=lambda: ["add", "subtract", "multiply", "divide", "compare", "python"],
             min_length=1,
+            description="An ordinary task's functions (registered tools).",
         )
-        max_steps: int = Field(5, ge=1)
+        max_steps: int = Field(5, ge=1, description="Steps a plan has at most (N).")
+        step_replies: int = Field(
+            1, ge=1, description="The action agent's replies per step at most (its tool loop)."
+        )
 
     config: Config
 
-    def agent_names(self) -> tuple[str, ...]:
-        return numbered(ACTION, self.config.max_steps)
-
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
-        functions = get_tools(cfg.functions)
-        catalogue = "\n".join(f.describe() for f in functions)
-        planner = ctx.agent("planner")
-        _, plan = await ask(
-            planner, plan_prompt(task, catalogue, cfg.max_steps), Plan, round=0, kind="plan"
-        )
-        written = [s.strip() for s in plan.steps if s.strip()] if plan is not None else []
-        steps = written[: cfg.max_steps] or [task.prompt()]
-        names = list(numbered(ACTION, len(steps)))
-        ctx.topology = Topology.chain(["planner", *names])
-
-        done: list[dict[str, Any]] = []
-        for i, (name, step) in enumerate(zip(names, steps, strict=True), 1):
-            actor = ctx.agent(name, role=ACTION)
-            native = tool_params(actor.model, functions)
-            reply = await actor.reply(
-                action_prompt(task, catalogue, step, done, native=bool(native)),
-                round=i,
-                kind="action",
-                **native,
+        ctx.topology = Topology.chain([PLANNER, ACTION])
+        planner, action = ctx.agent(PLANNER), ctx.agent(ACTION)
+        declared = ctx.environment is None and bool(task.tools)
+        toys = None if ctx.environment is not None or task.tools else Toys(cfg.functions)
+        turns: list[dict[str, Any]] = []
+        answer = ""
+        async for turn in ctx.episode(task):
+            request = turn.message or MORE_FUNCTIONS
+            functions = toys.specs if toys is not None else turn.functions
+            _, plan = await ask(
+                planner,
+                plan_prompt(request, functions, cfg.max_steps),
+                Plan,
+                round=turn.index,
+                kind="plan",
             )
-            call = reply_call(reply)
-            observation = NO_CALL if call is None else await run_tool(functions, call)
-            executed = {"step": step, "call": None if call is None else call.model_dump()}
-            ctx.post("executor", observation, round=i, kind="observation", metadata=executed)
-            done.append({**executed, "observation": observation})
-            ctx.propose(observation, step=i)
-
-        return Solution(
-            answer=done[-1]["observation"],
-            metadata={
-                "plan": steps,
-                "planned_steps": len(written),
-                "truncated": len(written) > cfg.max_steps,
-                "fallback": not written,
-                "steps": done,
-            },
-        )
+            written = [s.strip() for s in plan.steps if s.strip()] if plan is not None else []
+            steps = written[: cfg.max_steps] or [request]
+            done: list[dict[str, Any]] = []
+            truncated = len(written) > cfg.max_steps
+            turns.append({"plan": steps, "planned_steps": len(written), "truncated": truncated,
+                          "fallback": not written, "steps": done})  # fmt: skip
+            for i in range(1, len(steps) + 1):
+                acted = await act(
+                    action,
+                    step_prompt(request, steps, i),
+                    functions,
+                    max_steps=1 if toys is not None else cfg.step_replies,
+                    round=turn.index,
+                    kind="action",
+                )
+                calls = await toys.run(action, acted) if toys is not None else acted.calls
+                seen = observation(calls)
+                made = [{"name": c.name, "arguments": c.arguments} for c in calls]
+                ctx.post("executor", seen, round=turn.index, kind="observation",
+                         metadata={"step": steps[i - 1], "calls": made})  # fmt: skip
+                done.append({"step": steps[i - 1], "calls": made, "observation": seen})
+                ctx.propose(seen, turn=turn.index, step=i)
+                answer = seen
+                if declared and calls:  # the first calls are the answer
+                    return Solution(answer=calls_json((c.name, c.arguments) for c in calls),
+                                    metadata={"turns": turns})  # fmt: skip
+        return Solution(answer="[]" if declared else answer, metadata={"turns": turns})

@@ -27,6 +27,14 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SYSTEM_TESTS: dict[str, frozenset[str] | None] = {
     # runs the example scripts, the notebook and the README's blocks
     "test_examples.py": None,
+    # BFCL end to end over every task of whole categories (seconds each)
+    "test_tool_agent_bfcl.py": None,
+    "test_bfcl_data.py": frozenset(
+        {"test_every_single_turn_category_loads_with_valid_tool_schemas"}
+    ),
+    "test_conductor_tools.py": frozenset(
+        {"test_replaying_the_ground_truth_scores_every_multi_turn_task_right"}
+    ),
     # builds a wheel, installs it in a fresh venv
     "test_packaging.py": frozenset(
         {

@@ -82,12 +82,14 @@ class BFCLEnvironment(Environment):
         self.instances: dict[str, Any] = {}
         self._specs: dict[str, dict[str, Any]] = {}
         self._methods: dict[str, Any] = {}
+        self._classes: dict[str, str] = {}
         for class_name in classes:
             instance = self._instance(class_name, initial_config, long_context)
             self.instances[class_name] = instance
             for spec in class_specs(class_name):
                 self._specs[spec["name"]] = spec
                 self._methods[spec["name"]] = getattr(instance, spec["name"])
+                self._classes[spec["name"]] = class_name
         self._held_out = {int(turn): list(names) for turn, names in (held_out or {}).items()}
         late = {name for names in self._held_out.values() for name in names}
         self._offered = {name for name in self._specs if name not in late}
@@ -118,6 +120,10 @@ class BFCLEnvironment(Environment):
             if added_at <= turn:
                 self._offered.update(names)
         return [spec for name, spec in self._specs.items() if name in self._offered]
+
+    def function_groups(self) -> dict[str, str]:
+        """Each function's class, by function name."""
+        return dict(self._classes)
 
     def parameter_order(self) -> dict[str, list[str]]:
         """Each function's parameters in its signature's order (for positional arguments)."""

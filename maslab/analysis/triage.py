@@ -35,6 +35,20 @@ value above 0 that it did (a count, or a magnitude). The views of the trace are 
   error reply and went on; those in the ledger count in ``failed_calls`` too): the trace's
   ``program_calls_failed``. Like ``retries``, both count none in traces from before they were
   recorded.
+- ``tool_errors``: calls on the sample's environment that errored (the trace's ``tools`` with
+  ``error`` set: refused, or failed).
+- ``unknown_function``: of those, the calls the environment refused as unknown: their result
+  begins ``error: unknown function`` (:data:`UNKNOWN_FUNCTION`; the context's ``error:`` and
+  the environment's message, as BFCL's gives it). The functions offered at each turn are not
+  in the trace, so the environment's word is what tells an unknown function from a bad call.
+- ``repeated_call``: an agent called the same function with the same arguments again within a
+  turn and got the same result as before (nothing it did in between changed what the call
+  gives); the value counts such calls.
+
+The three tool signals read the trace's ``tools`` (none without an environment, and in traces
+from before they were recorded). "A call that changes the state after the task was solved" is
+no signal: the trace records neither which calls change the state nor when a turn's state
+first matched the expected one (the evaluator judges each turn once, at its end).
 
 ``final_disagreement``, ``answer_flips`` and ``minority_consensus`` read the answers extracted
 from the messages; traces recorded before those were stored cannot give them, and
@@ -54,6 +68,7 @@ counts and magnitudes of different kinds, so they are not added), then by task i
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 import statistics
@@ -63,7 +78,7 @@ from dataclasses import dataclass, field
 from maslab.analysis import trajectory
 from maslab.analysis.trajectory import Turn
 from maslab.errors import ConfigError
-from maslab.store.records import ResultRecord, Trace, TraceMessage
+from maslab.store.records import ResultRecord, Trace, TraceMessage, TraceTool
 
 SIGNALS: dict[str, str] = {
     "final_disagreement": "agents answering in the last round gave different answers",
@@ -78,6 +93,9 @@ SIGNALS: dict[str, str] = {
     "tool_failures": "tool results that are errors",
     "program_calls_refused": "requests of the sample's programs that the bridge refused",
     "program_calls_failed": "calls of the sample's programs that the model failed",
+    "tool_errors": "calls on the sample's environment that errored",
+    "unknown_function": "calls the environment refused as an unknown function",
+    "repeated_call": "a call made again within a turn with the same arguments and result",
     "token_outlier": "far more tokens than the run's typical sample (robust z of log tokens)",
 }
 ANSWER_SIGNALS = ("final_disagreement", "answer_flips", "minority_consensus")
@@ -88,6 +106,8 @@ OUTLIER_Z = 3.5
 _WORD = re.compile(r"\w+")
 _SHINGLE = 3
 _TOOL_FAILURE = re.compile(r"error:|status: (?!ok\n|ok$)")  # run_tool's, the sandbox's
+UNKNOWN_FUNCTION = "error: unknown function"
+"""How the result of a call the environment refused as unknown begins (any case)."""
 
 
 def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
@@ -105,6 +125,9 @@ def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
         found["repetition"] = float(_repetitions(trajectory.turns(trace)))
         found["program_calls_refused"] = float(trace.program_calls_refused)
         found["program_calls_failed"] = float(trace.program_calls_failed)
+        found["tool_errors"] = float(sum(t.error for t in trace.tools))
+        found["unknown_function"] = float(sum(map(_unknown_function, trace.tools)))
+        found["repeated_call"] = float(_repeated_calls(trace.tools))
     if trace is not None and trajectory.has_answers(trace):
         finals = list(trajectory.final_answers(trace).values())
         final = trajectory.final_answer(trace, record.answer)
@@ -118,6 +141,21 @@ def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
 
 def _tool_failed(message: TraceMessage) -> bool:
     return message.kind == "observation" and _TOOL_FAILURE.match(message.content) is not None
+
+
+def _unknown_function(tool: TraceTool) -> bool:
+    return tool.error and tool.result[: len(UNKNOWN_FUNCTION)].lower() == UNKNOWN_FUNCTION
+
+
+def _repeated_calls(tools: Iterable[TraceTool]) -> int:
+    """Calls whose turn, agent, function, arguments and result are those of an earlier call."""
+    seen: set[tuple[int, str | None, str, str, str]] = set()
+    repeated = 0
+    for t in tools:
+        key = (t.turn, t.agent, t.name, json.dumps(t.arguments, sort_keys=True), t.result)
+        repeated += key in seen
+        seen.add(key)
+    return repeated
 
 
 def _flips(sequences: Iterable[Sequence[str]]) -> int:

@@ -33,3 +33,8 @@ class Environment(ABC):
         """Run one call against the state and return its result as text. A call the agent got
         wrong (an unknown function, bad arguments, a refused operation) raises
         :class:`ToolError` with the message to show; the state keeps whatever the call did."""
+
+    def function_groups(self) -> dict[str, str]:
+        """Each function's group, by function name (BFCL's: the class it belongs to), so that a
+        method may give each group an agent of its own; empty: one group of all."""
+        return {}

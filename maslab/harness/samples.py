@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from maslab.analysis.triage import signals
@@ -105,7 +105,7 @@ def trace(
         line["answers"] = [answer_key(task, m.content) for m in ctx.transcript]
     if ctx.tool_calls:
         line["tools"] = [
-            {**asdict(call), "result": _clip(call.result, TOOL_RESULT_CHARS)}
+            {**vars(call), "result": _clip(call.result, TOOL_RESULT_CHARS)}  # a shallow copy
             for call in ctx.tool_calls
         ]
     return Trace.model_validate(line)

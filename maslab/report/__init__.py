@@ -22,6 +22,7 @@ import orjson
 from maslab.analysis import trajectory
 from maslab.analysis.stats import Summary, summarize
 from maslab.core.roles import describe_model_roles
+from maslab.report import tools_html
 from maslab.report import triage as report_triage
 from maslab.report.call_html import call_html
 from maslab.report.figures import AgentShare, RoundFigures, TraceFigures, trace_figures
@@ -29,7 +30,7 @@ from maslab.report.plots import colour, convergence, cost_accuracy, glyph, pass_
 from maslab.report.topology_svg import topology_svg
 from maslab.report.triage import Triage
 from maslab.secrets import redact
-from maslab.store.records import ChatTurn, Trace, TraceCall, TraceMessage
+from maslab.store.records import ChatTurn, Trace, TraceCall, TraceMessage, TraceTool
 from maslab.store.run_store import Manifest, ResultRecord, RunStore, partial_file
 
 Prices = Mapping[str, tuple[float, float]]
@@ -204,8 +205,11 @@ def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
     head: tuple[str, ...]
     head = ("#", "Method", "Benchmark", "Model", "n", "Accuracy [95% CI]", "Unparsed", "Errors")
     head += ("Tokens / sample", "Spent / sample", "Calls / sample", "Cost / sample")
+    tools = [tools_html.per_sample(run.records) for run in runs]
+    if any(tools):
+        head += ("Tool calls / sample", "Tool errors / sample")
     rows = []
-    for run in runs:
+    for run, tooled in zip(runs, tools, strict=True):
         m, s = run.manifest, run.summary
         per_task = (
             f"{s.mean_tokens:,.0f}", f"{s.mean_spent_tokens:,.0f}", f"{s.mean_calls:.1f}",
@@ -221,6 +225,7 @@ def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
             s.unparsed,
             s.errors,
             *(per_task if s.n else ("—",) * len(per_task)),
+            *((tooled or ("—", "—")) if any(tools) else ()),
         )
         rows.append(_row(cells))
     return (
@@ -291,7 +296,14 @@ def _tally(trace: Trace) -> str:
     return "; ".join(filter(None, (counted, none)))
 
 
-def _messages(messages: Sequence[TraceMessage], answers: Sequence[str | None] | None) -> str:
+def _messages(
+    messages: Sequence[TraceMessage],
+    answers: Sequence[str | None] | None,
+    tools: Sequence[TraceTool],
+) -> str:
+    """The messages in order, each followed by the tool calls it made
+    (:func:`maslab.report.tools_html.placed`); the calls placed after none come last."""
+    after, apart = tools_html.placed(messages, tools)
     items = []
     for i, m in enumerate(messages):
         answer = None if answers is None or i >= len(answers) else answers[i]
@@ -304,9 +316,9 @@ def _messages(messages: Sequence[TraceMessage], answers: Sequence[str | None] | 
         items.append(
             f'<div class="msg"><div class="who"><b>{escape(m.sender)}</b> '
             f'<span class="muted">{escape(" · ".join(filter(None, about)))}</span></div>'
-            f"<pre>{escape(m.content)}</pre></div>"
+            f"<pre>{escape(m.content)}</pre></div>{tools_html.tools_html(after[i])}"
         )
-    return "".join(items)
+    return "".join(items) + tools_html.tools_html(apart)
 
 
 def _calls(calls: Sequence[TraceCall]) -> str:
@@ -339,7 +351,9 @@ def _record(record: ResultRecord, trace: Trace, run: _Run, target: str) -> str:
         "Answer": record.answer,
         "Extracted": score.extracted if score else None,
         "Score": f"{score.value:g} {score.explanation}".strip() if score else None,
+        **tools_html.episode_facts(score),
         "Error": record.error,
+        "Tools": tools_html.tool_counts(record),
         "Votes": tally,
     }
     parts = [
@@ -357,17 +371,19 @@ def _record(record: ResultRecord, trace: Trace, run: _Run, target: str) -> str:
         elif len(drawn) > 1:
             i = drawn.index(spec) + 1
             parts.append(f'<p>Topology: <a href="#{run.anchor}-topology-{i}">topology {i}</a></p>')
-    if trace.messages:
-        parts.append(f"<h4>Messages</h4>{_messages(trace.messages, trace.answers)}")
+    if trace.messages or trace.tools:
+        shown = _messages(trace.messages, trace.answers, trace.tools)
+        parts.append(f"<h4>Messages</h4>{shown}")
     if trace.calls:
         parts.append(f"<h4>Calls</h4>{_calls(trace.calls)}")
     extracted = f" → {escape(score.extracted)}" if score and score.extracted is not None else ""
     votes = f" · votes {escape(tally)}" if tally else ""
+    tooled = f" · {counted}" if (counted := tools_html.tool_counts(record)) else ""
     fired = run.triage.fired.get(record.key, {})
     return (
         f"<details{report_triage.attributes(fired)}><summary>"
         f'<span class="tag {verdict}">{mark}</span> <code>{escape(record.task_id)}</code> '
-        f'<span class="muted">repeat {record.repeat}{extracted}{votes}</span>'
+        f'<span class="muted">repeat {record.repeat}{extracted}{votes}{tooled}</span>'
         f'{report_triage.badges(fired)}</summary><span class="target" id="{target}"></span>'
         f"{''.join(parts)}</details>"
     )
@@ -477,7 +493,8 @@ def build_report(
 def _page(runs: Sequence[_Run], max_tasks: int, prices: Prices | None) -> Iterator[str]:
     yield (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>maslab report</title><style>{_CSS}{report_triage.CSS}</style></head><body>"
+        f"<title>maslab report</title><style>{_CSS}{report_triage.CSS}{tools_html.CSS}</style>"
+        "</head><body>"
         f'<h1>maslab report</h1><p class="muted">{len(runs)} runs</p>'
         f"<h2>Leaderboard</h2>{_leaderboard(runs, prices)}{_pictures(runs)}"
     )

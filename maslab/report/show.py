@@ -8,7 +8,9 @@ per sample, left whole for the terminal to wrap (and for grep).
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,7 +20,10 @@ from rich.text import Text
 from maslab.analysis.stats import summarize
 from maslab.core.roles import describe_model_roles
 from maslab.errors import ConfigError, one_line
+from maslab.store.records import TraceTool
 from maslab.store.run_store import Key, ResultRecord, RunStore
+
+_RESULT_CHARS = 160  # of a tool call's result, on its line
 
 
 def show_run(
@@ -101,6 +106,9 @@ def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> N
         to = f" → {', '.join(m.recipients)}" if m.recipients else ""
         title = f"{escape(m.sender)}{escape(to)} · round {m.round} · {escape(m.kind)}"
         console.print(Panel(escape(m.content), title=title, title_align="left"), soft_wrap=False)
+    if trace.tools:
+        tools = Panel(_tool_lines(trace.tools), title="tool calls", title_align="left")
+        console.print(tools, soft_wrap=False)
     if result is not None:
         verdict = "[green]correct[/]" if result.correct else "[red]wrong[/]"
         extracted = result.score.extracted if result.score else None
@@ -110,6 +118,32 @@ def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> N
             + (f" · {escape(result.error)}" if result.error else ""),
             soft_wrap=False,
         )
+        details = result.score.details if result.score else {}
+        if "first_failed_turn" in details:
+            console.print(escape(_first_failure(details)), soft_wrap=False)
+
+
+def _tool_lines(tools: Sequence[TraceTool]) -> Text:
+    """One line per call on the environment: its turn, agent, call and result (errors in red)."""
+    text = Text()
+    for call in tools:
+        arguments = json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
+        result = one_line(call.result)
+        text.append(f"turn {call.turn} · {call.agent or '?'}: {call.name}({arguments}) → ")
+        text.append(result[:_RESULT_CHARS], style="red" if call.error else "")
+        text.append("\n" if call is not tools[-1] else "")
+    return text
+
+
+def _first_failure(details: Mapping[str, Any]) -> str:
+    """The first failing turn of an episode and, where the states differ, how."""
+    line = f"first failed turn: {details['first_failed_turn']} ({details.get('reason', '')})"
+    if isinstance(diff := details.get("difference"), Mapping):
+        where = f"{diff.get('class')}.{diff.get('attribute')}"
+        line += (
+            f"\n  {where}: model {diff.get('model')}\n  {where}: expected {diff.get('expected')}"
+        )
+    return line
 
 
 def _missing(store: RunStore, task_id: str, repeat: int, index: Collection[Key]) -> str:

@@ -15,8 +15,9 @@ from urllib.parse import urlencode
 from maslab.analysis.stats import Summary
 from maslab.analysis.trajectory import has_answers, round_answers, vote_tally
 from maslab.core.roles import describe_model_roles
+from maslab.report import tools_html
 from maslab.report.call_html import call_html
-from maslab.store.records import ResultRecord, Trace, TraceMessage
+from maslab.store.records import ResultRecord, Trace, TraceMessage, TraceTool
 from maslab.viewer.filters import PAGE_SIZE, Filters
 from maslab.viewer.runs import OUTCOMES, Run, outcome, signals_of
 
@@ -56,7 +57,8 @@ def page(title: str, body: str) -> str:
     """A whole HTML page (``title`` is escaped here, ``body`` must be already)."""
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>{body}</body></html>"
+        f"<title>{escape(title)}</title><style>{_CSS}{tools_html.CSS}</style></head>"
+        f"<body>{body}</body></html>"
     )
 
 
@@ -91,10 +93,15 @@ def _model(run: Run) -> str:
 
 def leaderboard(runs: Sequence[Run]) -> str:
     """One row per run, most accurate first; a run's name selects its samples below."""
-    head = ("#", "Run", "Method", "Benchmark", "Model", "n", "Accuracy [95% CI]", "Unparsed",
-            "Errors", "Tokens / sample", "Calls / sample")  # fmt: skip
+    head: tuple[str, ...] = ("#", "Run", "Method", "Benchmark", "Model", "n",
+                             "Accuracy [95% CI]", "Unparsed", "Errors", "Tokens / sample",
+                             "Calls / sample")  # fmt: skip
+    ranked = sorted(runs, key=lambda run: -run.summary.accuracy)
+    tools = [tools_html.per_sample(run.records) for run in ranked]
+    if any(tools):
+        head += ("Tool calls / sample", "Tool errors / sample")
     rows = []
-    for run in sorted(runs, key=lambda run: -run.summary.accuracy):
+    for run, tooled in zip(ranked, tools, strict=True):
         m, s = run.manifest, run.summary
         cells = (
             run.number,
@@ -108,8 +115,9 @@ def leaderboard(runs: Sequence[Run]) -> str:
             s.errors,
             f"{s.mean_tokens:,.0f}" if s.n else "—",
             f"{s.mean_calls:.1f}" if s.n else "—",
+            *((tooled or ("—", "—")) if any(tools) else ()),
         )
-        rows.append(_row(cells, numeric=(0, 5, 7, 8, 9, 10)))
+        rows.append(_row(cells, numeric=(0, 5, 7, 8, 9, 10, 11, 12)))
     return _table("leaderboard", head, rows)
 
 
@@ -162,6 +170,12 @@ def _short(text: object, width: int = 40) -> str:
     return escape(flat if len(flat) <= width else flat[: width - 1] + "…")
 
 
+def _tool_calls(record: ResultRecord) -> str:
+    """'8 (1 errored)': the sample's calls on its environment."""
+    errored = f" ({record.tool_errors} errored)" if record.tool_errors else ""
+    return f"{record.tool_calls}{errored}"
+
+
 def sample_link(run: Run, record: ResultRecord, filters: Filters) -> str:
     """The address of ``record``'s transcript, carrying the list's filters back."""
     return "/sample?" + urlencode({
@@ -178,6 +192,7 @@ def sample_list(
     number = min(filters.page, pages)
     start = (number - 1) * PAGE_SIZE
     shown = rows[start : start + PAGE_SIZE]
+    tooled = any(r.tool_calls for _, r in rows)
     body = []
     for run, r in shown:
         kind = outcome(r)
@@ -191,10 +206,21 @@ def sample_list(
             _short(r.gold if r.gold is not None else "—"),
             f"{r.tokens_used:,}",
             int(r.usage.get("calls", 0)),
+            *((_tool_calls(r),) if tooled else ()),
             _signals(r, descriptions),
         )
-        body.append(_row(cells, numeric=(0, 2, 6, 7)))
-    head = ("Run", "Task", "Rep", "Outcome", "Extracted", "Gold", "Tokens", "Calls", "Signals")
+        body.append(_row(cells, numeric=(0, 2, 6, 7, 8) if tooled else (0, 2, 6, 7)))
+    head: tuple[str, ...] = (
+        "Run",
+        "Task",
+        "Rep",
+        "Outcome",
+        "Extracted",
+        "Gold",
+        "Tokens",
+        "Calls",
+    )
+    head += ("Tool calls", "Signals") if tooled else ("Signals",)
     counted = (
         f"{start + 1:,}–{start + len(shown):,} of {len(rows):,} samples"
         if rows
@@ -213,22 +239,29 @@ def sample_list(
     return f'<p class="muted" id="count">{counted}</p>{_table("samples", head, body)}{pager}'
 
 
-def _messages(messages: Sequence[TraceMessage], answers: Sequence[str | None]) -> str:
-    """The messages in order, under a heading per round; each with its extracted answer."""
+def _messages(
+    messages: Sequence[TraceMessage], answers: Sequence[str | None], tools: Sequence[TraceTool]
+) -> str:
+    """The messages in order, under a heading per round; each with its extracted answer and
+    followed by the tool calls it made (:func:`maslab.report.tools_html.placed`; the calls
+    placed after none come last)."""
     parts = []
-    numbered = [(m, answers[i] if i < len(answers) else None) for i, m in enumerate(messages)]
-    for round_, group in groupby(numbered, key=lambda pair: pair[0].round):
+    after, apart = tools_html.placed(messages, tools)
+    numbered = [
+        (m, answers[i] if i < len(answers) else None, after[i]) for i, m in enumerate(messages)
+    ]
+    for round_, group in groupby(numbered, key=lambda shown: shown[0].round):
         if round_ is not None:
             parts.append(f"<h3>Round {escape(str(round_))}</h3>")
-        for m, answer in group:
+        for m, answer, made in group:
             about = [m.kind, "→ " + ", ".join(m.recipients) if m.recipients else None]
             badge = f' <span class="answer">answer: {escape(answer)}</span>' if answer else ""
             parts.append(
                 f'<div class="msg"><b>{escape(m.sender)}</b> '
                 f'<span class="muted">{escape(" · ".join(filter(None, about)))}</span>{badge}'
-                f"<pre>{escape(m.content)}</pre></div>"
+                f"<pre>{escape(m.content)}</pre></div>{tools_html.tools_html(made)}"
             )
-    return "".join(parts)
+    return "".join(parts) + tools_html.tools_html(apart)
 
 
 def _agent_answers(trace: Trace) -> str:
@@ -272,9 +305,11 @@ def transcript(
         "Score": (
             f"{record.score.value:g} {record.score.explanation}".strip() if record.score else None
         ),
+        **tools_html.episode_facts(record.score),
         "Error": record.error,
         "Usage": f"{record.tokens_used:,} tokens in {int(record.usage.get('calls', 0))} calls, "
         f"{record.elapsed_s:.1f} s",
+        "Tools": tools_html.tool_counts(record),
     }
     parts = [
         f'<p><a href="{escape(list_url(back))}" id="back">← samples</a></p>',
@@ -295,8 +330,8 @@ def transcript(
     if trace.prompt is not None:
         parts.append(f"<h2>Prompt</h2><pre>{escape(trace.prompt)}</pre>")
     parts.append(_agent_answers(trace))
-    if messages := trace.messages:
-        shown = _messages(messages, trace.answers or ())
+    if trace.messages or trace.tools:
+        shown = _messages(trace.messages, trace.answers or (), trace.tools)
         parts.append(f'<h2>Messages</h2><div id="messages">{shown}</div>')
     if calls := trace.calls:
         parts.append(f"<h2>Calls ({len(calls)})</h2>{''.join(map(call_html, calls))}")

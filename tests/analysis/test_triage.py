@@ -89,6 +89,12 @@ def record(answer: str | None = None, status: str = "ok", extracted: str | None 
                         **fields)  # fmt: skip
 
 
+def tool(name: str, result: str = "ok", turn: int = 0, error: bool = False, **arguments: Any):
+    """A call on the environment by ``agent``, as a trace's ``tools`` holds it."""
+    return {"turn": turn, "agent": "agent", "name": name, "arguments": arguments,
+            "result": result, "error": error}  # fmt: skip
+
+
 def fired(values: dict[str, float]) -> dict[str, float]:
     return {name: value for name, value in values.items() if value > 0}
 
@@ -164,7 +170,27 @@ SCRIPTED: dict[str, tuple[ResultRecord, Trace, float]] = {
     # the bridge's counts of a sample's programs, as its trace carries them
     "program_calls_refused": (record(), trace_of(*debate(), program_calls_refused=3), 3),
     "program_calls_failed": (record(), trace_of(*debate(), program_calls_failed=2), 2),
+    "tool_errors": (
+        record(),
+        trace_of(
+            *debate(), tools=[tool("put", key="a"), tool("take", "error: nothing", error=True)]
+        ),
+        1,
+    ),
+    # an unknown function is an errored call too
+    "unknown_function": (
+        record(),
+        trace_of(*debate(), tools=[tool("rm", "error: Unknown function 'rm'", error=True)]),
+        1,
+    ),
+    "repeated_call": (
+        record(),
+        trace_of(*debate(), tools=[tool("ls", "[a]", a=True), tool("ls", "[a]", a=True)]),
+        1,
+    ),
 }
+ALSO = {"unknown_function": {"tool_errors": 1.0}}
+"""The signals a scripted transcript fires besides its own."""
 
 
 def test_every_per_sample_signal_has_a_scripted_transcript():
@@ -174,7 +200,21 @@ def test_every_per_sample_signal_has_a_scripted_transcript():
 @pytest.mark.parametrize("name", SCRIPTED)
 def test_each_signal_fires_on_its_scripted_transcript_and_alone(name):
     sample, trace, value = SCRIPTED[name]
-    assert fired(signals(sample, trace)) == {name: value}
+    assert fired(signals(sample, trace)) == {name: value, **ALSO.get(name, {})}
+
+
+def test_no_tool_signal_fires_on_calls_that_change_nothing_twice_or_err_otherwise():
+    calls = [
+        tool("ls", "[]", a=True),
+        tool("put", key="a"),
+        tool("ls", "[a]", a=True),  # the same call, but the state changed in between
+        tool("ls", "[a]", turn=1, a=True),  # the same call and result, at the next turn
+        tool("ls", "[a]", turn=1, a=False),
+        tool("cd", "error: bad arguments for cd: unknown function", turn=1, error=True),
+    ]
+    values = signals(record(), trace_of(*debate(), tools=calls))
+    assert fired(values) == {"tool_errors": 1}  # an error naming no unknown function
+    assert fired(signals(record(), trace_of(*debate(), tools=calls[:-1]))) == {}
 
 
 def test_disagreement_counts_distinct_final_answers_and_a_minority_winner():

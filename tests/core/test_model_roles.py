@@ -45,9 +45,9 @@ def respond(request) -> str:
         if prompt.startswith("Observation from"):
             return json.dumps({"action": "final_answer", "arguments": {"answer": "42"}})
         return json.dumps({"action": "analyst", "arguments": {"task": "Compute 6 * 7."}})
-    if prompt.startswith("You plan how to solve"):  # planner_executor
+    if prompt.startswith("You plan how to carry out"):  # planner_executor
         return json.dumps({"steps": ["Multiply 6 by 7."]})
-    if "Write the function call" in prompt:
+    if "Carry out this step" in prompt:
         return json.dumps({"function": "multiply", "arguments": {"a": 6, "b": 7}})
     return "The answer is 42."
 
@@ -94,8 +94,8 @@ CASES = [
     ),
     ("conductor", {}, TASK, "analyst", named("analyst")),
     ("conductor", {}, TASK, "planner", named("planner")),
-    ("planner_executor", {}, TASK, "action", named("action_1")),
-    ("planner_executor", {}, TASK, "action_1", named("action_1")),
+    ("planner_executor", {}, TASK, "action", named("action")),
+    ("planner_executor", {}, TASK, "planner", named("planner")),
 ]
 
 

@@ -12,7 +12,7 @@ from maslab.cli import main
 from maslab.core.context import Context
 from maslab.core.method import get_method
 from maslab.errors import ConfigError
-from maslab.llm.scripted import ScriptedModel, last_user_message
+from maslab.llm.scripted import ScriptedModel
 from maslab.methods import conductor, planner_executor  # noqa: F401
 
 # -- conductor ---------------------------------------------------------------------------------
@@ -335,117 +335,6 @@ async def test_a_model_role_puts_a_sub_agent_on_its_own_model():
     assert len(team.model.calls) == 2  # the planner's; the analyst ran on the echo model
     (record,) = [r for r in ctx.ledger.records if r.agent == "analyst"]
     assert "Think hard." in record.response
-
-
-# -- planner_executor ----------------------------------------------------------------------------
-
-
-def plan(*steps):
-    return json.dumps({"steps": list(steps)})
-
-
-def call(function, **arguments):
-    return json.dumps({"function": function, "arguments": arguments})
-
-
-def octo(plan_reply, *calls):
-    """The planner's reply, then one reply per action step, in order."""
-    return ScriptedModel([plan_reply, *calls])
-
-
-async def test_planner_executor_one_step_plan_is_two_calls():
-    model = octo(plan("Add 40 and 2."), call("add", a=40, b=2))
-    ctx = Context(model)
-    solution = await get_method("planner_executor")().solve(TASK, ctx)
-    assert len(model.calls) == 1 + 1
-    model.assert_consumed()
-    assert solution.answer == "42"
-    assert solution.metadata["steps"] == [
-        {"step": "Add 40 and 2.", "call": {"name": "add", "arguments": {"a": 40, "b": 2}},
-         "observation": "42"},
-    ]  # fmt: skip
-
-
-async def test_planner_executor_chains_observations_through_three_steps():
-    model = octo(
-        plan("Add 2 and 3.", "Multiply the sum by 4.", "Subtract 1 from the product."),
-        call("add", a=2, b=3),
-        call("multiply", a=5, b=4),
-        call("subtract", a=20, b=1),
-    )
-    ctx = Context(model)
-    solution = await get_method("planner_executor")().solve(TASK, ctx)
-    assert len(model.calls) == 1 + 3
-    assert solution.answer == "19"
-    assert [(r.agent, r.round) for r in ctx.ledger.records] == [
-        ("planner", 0),
-        ("action_1", 1),
-        ("action_2", 2),
-        ("action_3", 3),
-    ]
-    assert ctx.topology.edges == [
-        ("planner", "action_1"),
-        ("action_1", "action_2"),
-        ("action_2", "action_3"),
-    ]
-    planner_prompt, *action_prompts = [last_user_message(r) for r in model.requests]
-    assert "- add(a: number, b: number)" in planner_prompt and TASK.question in planner_prompt
-    first, second, third = action_prompts
-    assert "Current step: Add 2 and 3." in first and "Result:" not in first
-    assert "Step 1: Add 2 and 3.\nResult: 5" in second
-    assert "Current step: Multiply the sum by 4." in second and "Result: 20" not in second
-    assert "Result: 5" in third and "Step 2: Multiply the sum by 4.\nResult: 20" in third
-    observations = [m.content for m in ctx.transcript.filter(sender="executor")]
-    assert observations == ["5", "20", "19"]
-
-
-async def test_unknown_functions_and_missing_calls_are_error_observations():
-    model = octo(plan("Take the root.", "Then answer."), call("sqrt", x=4), "It is 2.")
-    solution = await get_method("planner_executor")().solve(TASK, Context(model))
-    assert len(model.calls) == 3
-    first, second = (s["observation"] for s in solution.metadata["steps"])
-    assert first.startswith("error: unknown tool 'sqrt'; available: add, subtract, multiply")
-    assert second == solution.answer == "error: no function call found in the reply"
-
-
-@pytest.mark.system
-async def test_python_function_runs_in_the_sandbox():
-    model = octo(plan("Compute 6*7 in Python."), call("python", code="print(6 * 7)"))
-    solution = await get_method("planner_executor")().solve(TASK, Context(model))
-    assert solution.answer == "status: ok\nstdout:\n42"
-
-
-async def test_a_plan_longer_than_five_steps_is_truncated():
-    steps = [f"Add {i} and 1." for i in range(7)]
-    model = octo(plan(*steps), *(call("add", a=i, b=1) for i in range(5)))
-    ctx = Context(model)
-    solution = await get_method("planner_executor")().solve(TASK, ctx)
-    assert len(model.calls) == 1 + 5
-    model.assert_consumed()
-    assert solution.metadata["plan"] == steps[:5]
-    assert solution.metadata["planned_steps"] == 7
-    assert solution.metadata["truncated"] is True
-    assert solution.answer == "5"
-
-
-async def test_an_unparseable_plan_falls_back_to_one_step_the_whole_task():
-    model = octo("First add, then multiply.", call("multiply", a=6, b=7))
-    solution = await get_method("planner_executor")().solve(TASK, Context(model))
-    assert len(model.calls) == 2
-    assert solution.metadata["fallback"] is True
-    assert solution.metadata["plan"] == [TASK.prompt()]
-    assert f"Current step: {TASK.prompt()}" in last_user_message(model.requests[1])
-    assert solution.answer == "42"
-
-
-async def test_the_function_set_is_configurable():
-    model = octo(plan("Multiply 6 by 7."), call("multiply", a=6, b=7))
-    method = get_method("planner_executor")(functions=["add"])
-    solution = await method.solve(TASK, Context(model))
-    assert "multiply" not in last_user_message(model.requests[0])
-    assert solution.answer == "error: unknown tool 'multiply'; available: add"
-    with pytest.raises(ConfigError, match="unknown tools 'sqrt'"):
-        get_method("planner_executor")(functions=["sqrt"])
 
 
 # -- end to end ----------------------------------------------------------------------------------

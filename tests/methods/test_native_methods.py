@@ -17,7 +17,6 @@ from maslab.kit.structured import json_params, reply_call, tool_params
 from maslab.kit.tools import ToolCall, get_tools
 from maslab.methods.conductor import FINAL
 from maslab.methods.mad import Ruling, Verdict
-from maslab.methods.planner_executor import Plan
 from maslab.testing import Reply, ScriptedModel, last_user_message
 
 TASK = Task(id="t1", question="What is 6 * 7?", answer_type="number", gold="42")
@@ -116,46 +115,6 @@ async def test_mad_judge_ruling_on_both_paths(native):
     assert candidates is None
     expected = (Verdict.json_schema(), Ruling.json_schema()) if native else (None, None)
     assert (verdict, ruling) == expected
-
-
-# -- planner_executor --------------------------------------------------------------------------
-
-
-@PATHS
-async def test_planner_executor_plan_and_calls_on_both_paths(native):
-    plan = json.dumps({"steps": ["Add 40 and 2.", "Multiply the sum by 1."]})
-    calls = (
-        [Reply.calling("add", {"a": 40, "b": 2}), Reply.calling("multiply", {"a": 42, "b": 1})]
-        if native
-        else [
-            json.dumps({"function": "add", "arguments": {"a": 40, "b": 2}}),
-            json.dumps({"function": "multiply", "arguments": {"a": 42, "b": 1}}),
-        ]
-    )
-    model = ScriptedModel([plan, *calls], native=native)
-    solution = await get_method("planner_executor")().solve(TASK, Context(model))
-    model.assert_consumed()
-    assert solution.answer == "42" and len(model.calls) == 3
-    assert [s["call"]["name"] for s in solution.metadata["steps"]] == ["add", "multiply"]
-    planner, *actors = model.requests
-    assert schema_of(planner) == (Plan.json_schema() if native else None)
-    assert last_user_message(planner).endswith(Plan.instructions())
-    for actor in actors:
-        prompt = last_user_message(actor)
-        if native:
-            names = [t["function"]["name"] for t in actor.tools]
-            assert names == ["add", "subtract", "multiply", "divide", "compare", "python"]
-            assert actor.tool_choice == "auto" and prompt.endswith("Call that function.")
-        else:
-            assert actor.tools is None and prompt.endswith("{<argument>: <value>, ...}}")
-
-
-async def test_planner_executor_reads_a_text_call_when_a_native_model_writes_one():
-    plan = json.dumps({"steps": ["Add 40 and 2."]})
-    text_call = json.dumps({"function": "add", "arguments": {"a": 40, "b": 2}})
-    model = ScriptedModel([plan, text_call], native=NATIVE)
-    solution = await get_method("planner_executor")().solve(TASK, Context(model))
-    assert solution.answer == "42" and model.requests[1].tools is not None
 
 
 # -- conductor ---------------------------------------------------------------------------------

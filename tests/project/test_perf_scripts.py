@@ -92,6 +92,10 @@ SMOKE: dict[str, tuple[str, list[str]]] = {
         "--calls 8 --cap 4 --profile",
         ["rows.5.calls_per_s", "rows.0.cpu_us", "server.served", "profile"],
     ),
+    "tool_loop.py": (
+        "--episodes 2 --steps 3",
+        ["paths.3.wall_ms", "paths.3.cpu_ms", "paths.1.model_ms"],
+    ),
     "viewer_open.py": (
         "--samples 20",
         ["open_s", "peak_rss_mb", "steps"],

@@ -7,7 +7,8 @@ import io
 from rich.console import Console
 
 from maslab.bench.evaluation import Score
-from maslab.report.show import show_run
+from maslab.report.show import show_run, show_task
+from maslab.store.records import TraceTool
 from maslab.store.run_store import Manifest, ResultRecord, RunStore, Trace
 
 
@@ -39,3 +40,26 @@ def test_each_sample_is_one_whole_aligned_line(tmp_path):
     assert "0 more" in first and "0 (two lines)" in first and "✗" in first
     tokens = lines[header].index("tokens")
     assert {row[tokens : tokens + 6].strip() for row in rows} == {"1,200"}  # columns line up
+
+
+def test_a_transcript_lists_the_tool_calls_and_the_first_failing_turn(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.open(Manifest(method="tool_agent", benchmark="toy", model="m", evaluator="bfcl_state"))
+    difference = {"class": "Shelf", "attribute": "items", "model": "['a']", "expected": "['b']"}
+    details = {"turns": [False], "first_failed_turn": 0, "reason": "Shelf.items differ",
+               "difference": difference}  # fmt: skip
+    score = Score(value=0.0, correct=False, extracted="[[]]", details=details)
+    tools = [
+        TraceTool(turn=0, agent="agent", name="put", arguments={"item": "a"}, result="ok"),
+        TraceTool(turn=0, agent="agent", name="take", result="error: [red]empty[/]", error=True),
+    ]
+    record = ResultRecord(task_id="t", status="ok", answer="[[]]", gold="[[]]", score=score)
+    store.append(record, Trace(task_id="t", repeat=0, messages=[], calls=[], tools=tools))
+    store.close()
+    out = io.StringIO()
+    show_task(store, "t", 0, Console(file=out, width=200))
+    text = out.getvalue()
+    assert 'turn 0 · agent: put({"item":"a"}) → ok' in text
+    assert "take({}) → error: [red]empty[/]" in text  # markup in a result is shown, not applied
+    assert "first failed turn: 0 (Shelf.items differ)" in text
+    assert "Shelf.items: model ['a']" in text and "Shelf.items: expected ['b']" in text
