@@ -8,14 +8,12 @@ import json
 from typing import Any
 
 import pytest
-from bfcl_answers import single_answer
+from bfcl_play import gold_calls, single_answer
 
 from maslab.bench.benchmark import get_benchmark
 from maslab.bench.evaluation import get_evaluator
 from maslab.benchmarks.bfcl import SINGLE
-from maslab.benchmarks.bfcl.environment import BFCLEnvironment
 from maslab.core.task import Task
-from maslab.evaluators.bfcl import gold_turns
 
 # BFCL data defects: no answer can pass these, under BFCL's checker as under bfcl_ast
 UNPASSABLE = {
@@ -30,11 +28,6 @@ UNPASSABLE = {
 def score(evaluator: str, task: Task, answer: Any) -> Any:
     text = answer if isinstance(answer, str) else json.dumps(answer)
     return asyncio.run(get_evaluator(evaluator)().score(task, text))
-
-
-def multi_turn_answer(task: Task) -> list[list[dict[str, Any]]]:
-    turns = gold_turns(task, BFCLEnvironment.for_task(task))
-    return [[call.as_json() for call in turn] for turn in turns]
 
 
 # --- the ground truth scores right ----------------------------------------------------------------
@@ -58,7 +51,7 @@ def test_the_ground_truth_passes_every_single_turn_task(bfcl_wheel, category):
 @pytest.mark.parametrize("category", ["base", "long_context", "miss_func", "miss_param"])
 def test_the_ground_truth_passes_every_multi_turn_task(bfcl_wheel, category):
     for task in get_benchmark("bfcl_multi_turn")(category=category).load():
-        result = score("bfcl_state", task, multi_turn_answer(task))
+        result = score("bfcl_state", task, gold_calls(task))
         assert result.correct, (task.id, result.explanation)
         assert result.details == {"turns": [True] * (1 + len(task.turns))}
 
@@ -142,7 +135,7 @@ def _multi(category: str = "base") -> Task:
 
 def test_multi_turn_perturbations_score_wrong_at_the_right_turn(bfcl_wheel):
     task = _multi()  # turn 0: cd document, mkdir temp, mv final_report.pdf temp
-    right = multi_turn_answer(task)
+    right = gold_calls(task)
 
     def verdict(answer: Any) -> Any:
         return score("bfcl_state", task, answer)
@@ -182,7 +175,7 @@ def test_multi_turn_perturbations_score_wrong_at_the_right_turn(bfcl_wheel):
 
 def test_a_turn_without_ground_truth_calls_passes_only_without_calls(bfcl_wheel):
     task = _multi("miss_func")  # turn 2: sort is not offered yet
-    right = multi_turn_answer(task)
+    right = gold_calls(task)
     assert right[2] == [] and score("bfcl_state", task, right).correct
     eager = [turn[:] for turn in right]
     eager[2] = [{"name": "ls", "arguments": {}}]
@@ -195,7 +188,7 @@ def test_a_turn_without_ground_truth_calls_passes_only_without_calls(bfcl_wheel)
 
 def test_errored_calls_count_as_made_calls(bfcl_wheel):
     task = _multi()
-    right = multi_turn_answer(task)
+    right = gold_calls(task)
     retried = [turn[:] for turn in right]
     retried[1] = [{"name": "cd", "arguments": {"folder": "nowhere"}}, *retried[1]]
     assert score("bfcl_state", task, retried).correct  # a failed cd changes no state

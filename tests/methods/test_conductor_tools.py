@@ -5,23 +5,28 @@ scripted model that plays each role so that the ground truth is executed."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from bfcl_answers import single_answer
-from helpers import PUT, TAKE, Shelf, agent_of, lines, run_cli
+from bfcl_play import (
+    assert_run_delivers_every_turn,
+    gold_calls,
+    native_calls,
+    sample_of,
+    single_answer,
+    wrong,
+)
+from helpers import PUT, TAKE, Shelf, agent_of
 
 from maslab.bench.benchmark import get_benchmark
-from maslab.bench.evaluation import Score, get_evaluator
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.llm.scripted import Reply, ScriptedModel, last_user_message
-from maslab.llm.types import ChatRequest, FunctionCall
+from maslab.llm.types import ChatRequest
 
 Conductor = get_method("conductor")
 EPISODE = Task(id="e1", question="Put 1 under a.", turns=("Now take a.", ""))
@@ -36,14 +41,7 @@ def action(name: str, **arguments: object) -> str:
 
 
 def calling(calls: list[dict[str, Any]], native: bool) -> Reply | str:
-    if not native:
-        return json.dumps(calls)
-    return Reply(
-        tool_calls=tuple(
-            FunctionCall(f"call_{i}", c["name"], json.dumps(c["arguments"]))
-            for i, c in enumerate(calls)
-        )
-    )
+    return native_calls(calls) if native else json.dumps(calls)
 
 
 class Grouped(Shelf):
@@ -182,34 +180,18 @@ async def test_declared_tools_and_no_call_answer_with_an_empty_list():
 @pytest.mark.usefixtures("bfcl_wheel")
 @pytest.mark.parametrize("category", ["base", "long_context", "miss_func", "miss_param"])
 def test_replaying_the_ground_truth_scores_every_multi_turn_task_right(category):
-    from maslab.benchmarks.bfcl.environment import BFCLEnvironment
-    from maslab.evaluators.bfcl import gold_turns
-
     benchmark = get_benchmark("bfcl_multi_turn")(category=category)
     tasks = benchmark.load(limit=25)
-    envs = {t.id: BFCLEnvironment.for_task(t) for t in tasks}
-    turns = {t.id: [[c.as_json() for c in turn] for turn in gold_turns(t, envs[t.id])]
-             for t in tasks}  # fmt: skip
-    groups = {t.id: envs[t.id].function_groups() for t in tasks}
+    turns = {t.id: gold_calls(t) for t in tasks}
+    groups = {t.id: benchmark.environment(t).function_groups() for t in tasks}
 
     def respond(request: ChatRequest) -> Reply | str:
-        sample = request.scope.split("\x1f")[1]
+        sample = sample_of(request)
         return playing(turns[sample], groups[sample], True)(request)
 
     model = ScriptedModel(respond, native=["tools"])
-
-    async def score(task: Task) -> Score:
-        ctx = Context(model, environment=benchmark.environment(task), sample_id=task.id)
-        solution = await Conductor().run_sample(task, ctx)
-        return await get_evaluator(benchmark.evaluator)().score(task, solution.answer, ctx=ctx)
-
-    async def all_tasks() -> list[Score]:
-        return await asyncio.gather(*map(score, tasks))
-
-    scores = asyncio.run(all_tasks())
-    wrong = {t.id: s.explanation for t, s in zip(tasks, scores, strict=True) if not s.correct}
-    assert len(tasks) == 25 and wrong == {}
-    classes = {c for env in envs.values() for c in env.function_groups().values()}
+    assert len(tasks) == 25 and wrong(Conductor(), benchmark, tasks, model) == {}
+    classes = {c for group_of in groups.values() for c in group_of.values()}
     assert {agent_of(r) for r in model.requests} - {"planner"} <= classes
 
 
@@ -223,31 +205,13 @@ def test_replaying_the_ground_truth_scores_single_turn_tasks_right(category):
     def respond(request: ChatRequest) -> Reply | str:
         if agent_of(request) == "planner":
             return action("functions", task="Make the calls.")
-        return calling(answers[request.scope.split("\x1f")[1]], True)
+        return native_calls(answers[sample_of(request)])
 
     model = ScriptedModel(respond, native=["tools"])
-
-    async def score(task: Task) -> Score:
-        solution = await Conductor().run_sample(task, Context(model, sample_id=task.id))
-        return await get_evaluator(benchmark.evaluator)().score(task, solution.answer)
-
-    async def all_tasks() -> list[Score]:
-        return await asyncio.gather(*map(score, tasks))
-
-    scores = asyncio.run(all_tasks())
-    assert [t.id for t, s in zip(tasks, scores, strict=True) if not s.correct] == []
+    assert wrong(Conductor(), benchmark, tasks, model) == {}
     assert len(model.calls) == 2 * len(tasks)
 
 
 @pytest.mark.usefixtures("bfcl_wheel")
 def test_maslab_run_on_bfcl_multi_turn_completes(tmp_path):
-    out = tmp_path / "run"
-    status = run_cli("run", "--method", "conductor", "--benchmark", "bfcl_multi_turn",
-                     "--limit", "3", "--model", "scripted:echo", "--no-cache", "--quiet",
-                     "--out", out)  # fmt: skip
-    assert status == 0
-    records = lines(out / "results.jsonl")
-    assert len(records) == 3  # every turn of each episode delivered, none cut short
-    assert all(
-        r["metadata"]["turns_delivered"] == len(json.loads(r["answer"])) > 1 for r in records
-    )
+    assert_run_delivers_every_turn("conductor", tmp_path / "run")

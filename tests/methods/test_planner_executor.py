@@ -5,24 +5,30 @@ with a scripted model that plays each role so that the ground truth is executed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from bfcl_answers import single_answer
-from helpers import PUT, TAKE, TASK, Shelf, agent_of, lines, run_cli
+from bfcl_play import (
+    Turns,
+    assert_run_delivers_every_turn,
+    gold_calls,
+    native_calls,
+    sample_of,
+    single_answer,
+    wrong,
+)
+from helpers import PUT, TAKE, TASK, Shelf, agent_of
 
 from maslab.bench.benchmark import get_benchmark
-from maslab.bench.evaluation import Score, get_evaluator
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.scripted import Reply, ScriptedModel, last_user_message
-from maslab.llm.types import ChatRequest, FunctionCall
+from maslab.llm.types import ChatRequest
 from maslab.methods.planner_executor import Plan
 
 PlannerExecutor = get_method("planner_executor")
@@ -36,13 +42,8 @@ Calls = list[tuple[str, dict[str, Any]]]
 
 def calling(calls: Calls, native: bool) -> Reply | str:
     """One reply making ``calls``: natively, or as the text path's JSON list."""
-    if not native:
-        return json.dumps([{"name": n, "arguments": a} for n, a in calls])
-    return Reply(
-        tool_calls=tuple(
-            FunctionCall(f"call_{i}", n, json.dumps(a)) for i, (n, a) in enumerate(calls)
-        )
-    )
+    listed = [{"name": n, "arguments": a} for n, a in calls]
+    return native_calls(listed) if native else json.dumps(listed)
 
 
 def roles(plans: list[list[str]], steps: list[Calls], native: bool, closing: bool = False):
@@ -241,17 +242,7 @@ async def test_python_function_runs_in_the_sandbox():
 
 # -- BFCL, end to end ------------------------------------------------------------------------
 
-Turns = list[list[dict[str, Any]]]
 STEP = re.compile(r"Step 1 of 1: turn (\d+)")
-
-
-def native_calls(calls: list[dict[str, Any]]) -> Reply:
-    return Reply(
-        tool_calls=tuple(
-            FunctionCall(f"call_{i}", c["name"], json.dumps(c["arguments"]))
-            for i, c in enumerate(calls)
-        )
-    )
 
 
 def replaying(turns_of: dict[str, Turns]) -> Callable[[ChatRequest], Reply | str]:
@@ -259,12 +250,11 @@ def replaying(turns_of: dict[str, Turns]) -> Callable[[ChatRequest], Reply | str
     ground truth's calls of that turn."""
 
     def respond(request: ChatRequest) -> Reply | str:
-        sample = request.scope.split("\x1f")[1]
         users = [m["content"] for m in request.messages if m["role"] == "user"]
         if agent_of(request) == "planner":
             return json.dumps({"steps": [f"turn {len(users) - 1}"]})
         [turn] = STEP.findall(users[-1])
-        calls = turns_of[sample][int(turn)]
+        calls = turns_of[sample_of(request)][int(turn)]
         return native_calls(calls) if calls else "Nothing to call."
 
     return respond
@@ -273,28 +263,10 @@ def replaying(turns_of: dict[str, Turns]) -> Callable[[ChatRequest], Reply | str
 @pytest.mark.usefixtures("bfcl_wheel")
 @pytest.mark.parametrize("category", ["base", "long_context", "miss_func", "miss_param"])
 def test_replaying_the_ground_truth_scores_every_multi_turn_task_right(category):
-    from maslab.benchmarks.bfcl.environment import BFCLEnvironment
-    from maslab.evaluators.bfcl import gold_turns
-
     benchmark = get_benchmark("bfcl_multi_turn")(category=category)
     tasks = benchmark.load(limit=25)
-    turns = {
-        t.id: [[c.as_json() for c in turn] for turn in gold_turns(t, BFCLEnvironment.for_task(t))]
-        for t in tasks
-    }
-    model = ScriptedModel(replaying(turns), native=["tools"])
-
-    async def score(task: Task) -> Score:
-        ctx = Context(model, environment=benchmark.environment(task), sample_id=task.id)
-        solution = await PlannerExecutor().run_sample(task, ctx)
-        return await get_evaluator(benchmark.evaluator)().score(task, solution.answer, ctx=ctx)
-
-    async def all_tasks() -> list[Score]:
-        return await asyncio.gather(*map(score, tasks))
-
-    scores = asyncio.run(all_tasks())
-    wrong = {t.id: s.explanation for t, s in zip(tasks, scores, strict=True) if not s.correct}
-    assert len(tasks) == 25 and wrong == {}
+    model = ScriptedModel(replaying({t.id: gold_calls(t) for t in tasks}), native=["tools"])
+    assert len(tasks) == 25 and wrong(PlannerExecutor(), benchmark, tasks, model) == {}
     assert len(model.calls) == 2 * sum(1 + len(t.turns) for t in tasks)  # 1 + 1 per turn
 
 
@@ -308,31 +280,13 @@ def test_replaying_the_ground_truth_scores_single_turn_tasks_right(category):
     def respond(request: ChatRequest) -> Reply | str:
         if agent_of(request) == "planner":
             return json.dumps({"steps": ["Make the calls."]})
-        return native_calls(answers[request.scope.split("\x1f")[1]])
+        return native_calls(answers[sample_of(request)])
 
     model = ScriptedModel(respond, native=["tools"])
-
-    async def score(task: Task) -> Score:
-        solution = await PlannerExecutor().run_sample(task, Context(model, sample_id=task.id))
-        return await get_evaluator(benchmark.evaluator)().score(task, solution.answer)
-
-    async def all_tasks() -> list[Score]:
-        return await asyncio.gather(*map(score, tasks))
-
-    scores = asyncio.run(all_tasks())
-    assert [t.id for t, s in zip(tasks, scores, strict=True) if not s.correct] == []
+    assert wrong(PlannerExecutor(), benchmark, tasks, model) == {}
     assert len(model.calls) == 2 * len(tasks)
 
 
 @pytest.mark.usefixtures("bfcl_wheel")
 def test_maslab_run_on_bfcl_multi_turn_completes(tmp_path):
-    out = tmp_path / "run"
-    status = run_cli("run", "--method", "planner_executor", "--benchmark", "bfcl_multi_turn",
-                     "--limit", "3", "--model", "scripted:echo", "--no-cache", "--quiet",
-                     "--out", out)  # fmt: skip
-    assert status == 0
-    records = lines(out / "results.jsonl")
-    assert len(records) == 3  # every turn of each episode delivered, none cut short
-    assert all(
-        r["metadata"]["turns_delivered"] == len(json.loads(r["answer"])) > 1 for r in records
-    )
+    assert_run_delivers_every_turn("planner_executor", tmp_path / "run")

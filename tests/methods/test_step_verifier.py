@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import PUT, TAKE, Shelf, agent_of, lines, prompts_of, run_cli
+from bfcl_play import assert_run_delivers_every_turn
+from helpers import PUT, TAKE, Shelf, agent_of, prompts_of
 
 from maslab.core.context import Budget
 from maslab.core.method import get_method
@@ -190,10 +191,4 @@ def test_structure_and_config():
 
 @pytest.mark.usefixtures("bfcl_wheel")
 def test_maslab_run_on_bfcl_multi_turn_completes(tmp_path):
-    out = tmp_path / "run"
-    status = run_cli("run", "--method", "step_verifier", "--benchmark", "bfcl_multi_turn",
-                     "--limit", "2", "--model", "scripted:echo", "--no-cache", "--quiet",
-                     "--out", out)  # fmt: skip
-    assert status == 0
-    records = lines(out / "results.jsonl")
-    assert len(records) == 2 and all(r["status"] == "ok" for r in records)
+    assert_run_delivers_every_turn("step_verifier", tmp_path / "run")
