@@ -52,7 +52,8 @@ _TYPES: dict[str, type] = {
     "object": dict,
 }
 _IGNORED = re.compile(r"[ ,./\-_*^]")
-_SHOWN = 300  # characters of a value a state difference shows
+_SHOWN = 240  # characters of a value a state difference shows, around where the two differ
+_BEFORE = 80  # of them, before the first character that differs
 
 
 @register_evaluator("bfcl_ast")
@@ -288,10 +289,28 @@ def state_difference(agents: BFCLEnvironment, truth: BFCLEnvironment) -> dict[st
         mine = agents.instances[class_name]
         for attribute, value in vars(instance).items():
             if not attribute.startswith("_") and getattr(mine, attribute, None) != value:
+                model, expected = around_difference(
+                    repr(getattr(mine, attribute, None)), repr(value)
+                )
                 return {
                     "class": class_name,
                     "attribute": attribute,
-                    "model": repr(getattr(mine, attribute, None))[:_SHOWN],
-                    "expected": repr(value)[:_SHOWN],
+                    "model": model,
+                    "expected": expected,
                 }
     return None
+
+
+def around_difference(a: str, b: str) -> tuple[str, str]:
+    """``a`` and ``b`` cut to the same window of :data:`_SHOWN` characters around the first one
+    where they differ (a long tree's values often agree for pages before that), "…" marking a
+    cut."""
+    pairs = enumerate(zip(a, b, strict=False))  # the shorter one's length at most
+    first = next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
+    start = max(0, first - _BEFORE)
+
+    def window(text: str) -> str:
+        shown = text[start : start + _SHOWN]
+        return ("…" if start else "") + shown + ("…" if start + _SHOWN < len(text) else "")
+
+    return window(a), window(b)

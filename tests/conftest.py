@@ -29,6 +29,8 @@ SYSTEM_TESTS: dict[str, frozenset[str] | None] = {
     "test_examples.py": None,
     # BFCL end to end over every task of whole categories (seconds each)
     "test_tool_agent_bfcl.py": None,
+    # a sweep of the tool-using methods over BFCL, its report in Chromium
+    "test_tool_sweep_browser.py": None,
     "test_bfcl_data.py": frozenset(
         {"test_every_single_turn_category_loads_with_valid_tool_schemas"}
     ),

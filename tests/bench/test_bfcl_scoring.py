@@ -14,6 +14,7 @@ from maslab.bench.benchmark import get_benchmark
 from maslab.bench.evaluation import get_evaluator
 from maslab.benchmarks.bfcl import SINGLE
 from maslab.core.task import Task
+from maslab.evaluators.bfcl import around_difference
 
 # BFCL data defects: no answer can pass these, under BFCL's checker as under bfcl_ast
 UNPASSABLE = {
@@ -146,7 +147,10 @@ def test_multi_turn_perturbations_score_wrong_at_the_right_turn(bfcl_wheel):
     assert not result.correct and result.details["first_failed_turn"] == 0
     difference = result.details["difference"]
     assert (difference["class"], difference["attribute"]) == ("GorillaFileSystem", "root")
-    assert difference["model"] != difference["expected"] and len(difference["model"]) <= 300
+    assert difference["model"] != difference["expected"] and len(difference["model"]) <= 242
+    # the window is where the trees differ, not their common first characters
+    model, expected = difference["model"], difference["expected"]
+    assert model.startswith("…") and model[:81] == expected[:81] and model[81] != expected[81]
 
     missing = [turn[:] for turn in right]
     missing[3] = missing[3][:-1]  # no diff: the state matches, its result is missing
@@ -192,3 +196,12 @@ def test_errored_calls_count_as_made_calls(bfcl_wheel):
     retried = [turn[:] for turn in right]
     retried[1] = [{"name": "cd", "arguments": {"folder": "nowhere"}}, *retried[1]]
     assert score("bfcl_state", task, retried).correct  # a failed cd changes no state
+
+
+def test_a_state_difference_shows_where_the_values_differ():
+    head, tail = "x" * 500, "y" * 500
+    model, expected = around_difference(head + "A" + tail, head + "B" + tail)
+    assert model == "…" + "x" * 80 + "A" + "y" * 159 + "…"
+    assert expected == "…" + "x" * 80 + "B" + "y" * 159 + "…"
+    assert around_difference("abc", "abd") == ("abc", "abd")  # short: whole, no marks
+    assert around_difference("ab", "abcd") == ("ab", "abcd")  # one is the other's start

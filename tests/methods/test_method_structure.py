@@ -26,8 +26,8 @@ METHODS = Path(__file__).resolve().parents[2] / "methods"
 DECLARED = {
     "agentverse", "autogen", "camel", "chatdev", "collab_pair", "conductor", "dag_pipeline",
     "exchange_of_thought", "free_discussion", "llm_debate", "mad", "mapcoder", "mars2_search",
-    "mas_gpt", "mav", "mixture_of_agents", "reflexion", "relay", "self_org_team", "self_refine",
-    "step_verifier",
+    "mas_gpt", "mav", "mixture_of_agents", "plan_debate", "reflexion", "relay", "self_org_team",
+    "self_refine", "step_verifier",
 }  # fmt: skip
 """The methods whose topology, with the default config, is fixed before any call."""
 
@@ -41,6 +41,7 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
     *(("exchange_of_thought", {"paradigm": p}) for p in ("report", "relay", "debate")),
     ("llm_debate", {"agents": 1}),
     ("mav", {"draw": 2}),
+    ("plan_debate", {"planners": 3, "rounds": 0}),
     ("self_org_team", {"condition": "best_individual"}),
     ("skills_agent", {"routing": "flat"}),
 ]
