@@ -24,7 +24,7 @@ from maslab.core.agents import Agent
 from maslab.core.episode import ToolOutcome
 from maslab.core.messages import Message
 from maslab.kit.parsing import parse_json_object, parse_models
-from maslab.kit.structured import native
+from maslab.kit.structured import tool_params
 from maslab.kit.tools import ToolCall
 from maslab.llm.types import ChatMessage, FunctionCall
 
@@ -62,11 +62,6 @@ class _WrittenCall(ToolCall):
     arguments: dict[str, Any] = Field(
         validation_alias=AliasChoices("arguments", "args", "parameters")
     )
-
-
-def openai_tools(functions: Sequence[Function]) -> list[dict[str, Any]]:
-    """Function specs as the ``tools`` of a chat request."""
-    return [{"type": "function", "function": dict(function)} for function in functions]
 
 
 def describe_functions(functions: Sequence[Function]) -> str:
@@ -142,9 +137,10 @@ async def act(
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     ctx = agent.ctx
-    offered = bool(functions) and native(agent.model, "tools")
+    native_tools = tool_params(agent.model, functions) if functions else {}
+    offered = bool(native_tools)
     if offered:
-        params = {**params, "tools": openai_tools(functions), "tool_choice": "auto"}
+        params = {**params, **native_tools}
     elif functions:
         prompt = "\n\n".join(p for p in (prompt, call_instructions(functions)) if p)
     made: list[Call] = []

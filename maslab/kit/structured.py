@@ -3,9 +3,10 @@
 A JSON reply is declared once, as a :class:`Reply` model; :func:`ask` derives the rest from it:
 the text that tells the model the reply's shape, the JSON schema sent as a ``response_format``
 when the model supports structured output (the server then constrains the reply to it), and the
-defensive parsing (:func:`maslab.kit.parsing.parse_model`). Tools go the same way:
-:func:`tool_params` offers them natively where the model has tools, and :func:`reply_call` reads
-a call either way. The path changes neither the number of calls nor how a reply is read.
+defensive parsing (:func:`maslab.kit.parsing.parse_model`). Functions go the same way:
+:func:`tool_params` offers them natively where the model has tools (the tool loop,
+:func:`maslab.kit.acting.act`, reads a call either way). The path changes neither the number of
+calls nor how a reply is read.
 """
 
 from __future__ import annotations
@@ -18,23 +19,8 @@ from pydantic import BaseModel
 
 from maslab.core.agents import Agent
 from maslab.core.messages import Message
-from maslab.kit.parsing import parse_json_object, parse_model
-from maslab.kit.tools import Tool, ToolCall, parse_tool_call
+from maslab.kit.parsing import parse_model
 from maslab.llm.types import Feature
-
-STRING: dict[str, Any] = {"type": "string"}
-
-
-def object_schema(**properties: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON schema object with these properties, every one required and no others (the form
-    OpenAI's strict structured output takes)."""
-    return {
-        "type": "object",
-        "properties": {name: dict(schema) for name, schema in properties.items()},
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
 
 R = TypeVar("R", bound="Reply")
 
@@ -154,28 +140,19 @@ def json_params(
 ) -> dict[str, Any]:
     """Call keywords that ask ``model`` for JSON matching ``schema``: a ``json_schema`` response
     format called ``name`` when it supports structured output, none otherwise. ``strict`` asks
-    for exact enforcement (on OpenAI only for schemas in :func:`object_schema`'s form)."""
+    for exact enforcement (on OpenAI only for schemas in the form :meth:`Reply.json_schema`
+    gives: every property required, no others)."""
     if not native(model, "structured_output"):
         return {}
     json_schema = {"name": name, "schema": dict(schema), "strict": strict}
     return {"response_format": {"type": "json_schema", "json_schema": json_schema}}
 
 
-def tool_params(model: object, tools: Sequence[Tool]) -> dict[str, Any]:
-    """Call keywords that offer ``tools`` to ``model`` as native functions when it supports them
-    (the model decides whether to call; a reply in text is still read), none otherwise."""
+def tool_params(model: object, functions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Call keywords that offer ``functions`` (specs: ``{"name", "description", "parameters"}``)
+    to ``model`` as native tools when it supports them (the model decides whether to call; a
+    reply in text is still read), none otherwise."""
     if not native(model, "tools"):
         return {}
-    return {"tools": [tool.spec() for tool in tools], "tool_choice": "auto"}
-
-
-def reply_call(message: Message) -> ToolCall | None:
-    """The first tool call of an agent's reply: native, else written as JSON in its text.
-
-    Native arguments that are not a JSON object count as none (the tool then names the missing
-    ones).
-    """
-    calls = message.metadata.get("tool_calls")
-    if calls:
-        return ToolCall(name=calls[0].name, arguments=parse_json_object(calls[0].arguments) or {})
-    return parse_tool_call(message.content)
+    tools = [{"type": "function", "function": dict(function)} for function in functions]
+    return {"tools": tools, "tool_choice": "auto"}

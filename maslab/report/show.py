@@ -8,7 +8,6 @@ per sample, left whole for the terminal to wrap (and for grep).
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from rich.text import Text
 from maslab.analysis.stats import summarize
 from maslab.core.roles import describe_model_roles
 from maslab.errors import ConfigError, one_line
+from maslab.report.tools_html import call_text
 from maslab.store.records import TraceTool
 from maslab.store.run_store import Key, ResultRecord, RunStore
 
@@ -127,9 +127,8 @@ def _tool_lines(tools: Sequence[TraceTool]) -> Text:
     """One line per call on the environment: its turn, agent, call and result (errors in red)."""
     text = Text()
     for call in tools:
-        arguments = json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
         result = one_line(call.result)
-        text.append(f"turn {call.turn} · {call.agent or '?'}: {call.name}({arguments}) → ")
+        text.append(f"turn {call.turn} · {call.agent or '?'}: {call_text(call)} → ")
         text.append(result[:_RESULT_CHARS], style="red" if call.error else "")
         text.append("\n" if call is not tools[-1] else "")
     return text

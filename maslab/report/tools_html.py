@@ -58,6 +58,11 @@ def placed(
     return [[tools[i] for i in sorted(shown)] for shown in after], [tools[i] for i in sorted(apart)]
 
 
+def call_text(tool: TraceTool) -> str:
+    """A call as the report and ``maslab show`` write it: ``name({compact JSON arguments})``."""
+    return f"{tool.name}({json.dumps(tool.arguments, ensure_ascii=False, separators=(',', ':'))})"
+
+
 def tools_html(tools: Sequence[TraceTool]) -> str:
     """The calls, each as ``name({arguments})`` over its result; an errored call is marked, and a
     long result shows its first :data:`RESULT_SHOWN` characters, the whole on opening."""
@@ -69,7 +74,6 @@ def tools_html(tools: Sequence[TraceTool]) -> str:
     )
     items = []
     for t in tools:
-        arguments = json.dumps(t.arguments, ensure_ascii=False, separators=(",", ":"))
         result = t.result
         if len(result) > RESULT_SHOWN:
             shown = (
@@ -80,8 +84,8 @@ def tools_html(tools: Sequence[TraceTool]) -> str:
             shown = f"<pre>{escape(result)}</pre>"
         mark = ' <span class="fails">error</span>' if t.error else ""
         items.append(
-            f'<div class="tool{" failed" if t.error else ""}"><code>{escape(t.name)}'
-            f"({escape(arguments)})</code>{mark}{shown}</div>"
+            f'<div class="tool{" failed" if t.error else ""}"><code>{escape(call_text(t))}'
+            f"</code>{mark}{shown}</div>"
         )
     return f'<div class="tools"><div class="muted">{escape(about)}</div>{"".join(items)}</div>'
 

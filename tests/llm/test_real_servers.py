@@ -41,7 +41,7 @@ from maslab.core.context import Context
 from maslab.core.task import Task
 from maslab.errors import ConfigError, LLMConnectionError, RequestRejected, ServerError
 from maslab.evaluators.llm_judge import LLMJudgeEvaluator
-from maslab.kit.structured import json_params, object_schema
+from maslab.kit.structured import json_params
 from maslab.llm.endpoints import Endpoint
 from maslab.llm.local import resolve_gguf
 from maslab.llm.registry import load_model
@@ -67,9 +67,15 @@ ADD = {
     },
 }
 CALL_ADD = {"type": "function", "function": {"name": "add"}}
-CITY = object_schema(
-    city={"type": "string", "maxLength": 24}, population={"type": "integer", "minimum": 0}
-)
+CITY = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 24},
+        "population": {"type": "integer", "minimum": 0},
+    },
+    "required": ["city", "population"],
+    "additionalProperties": False,
+}
 
 
 def _free_port() -> int:

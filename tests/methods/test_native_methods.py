@@ -8,16 +8,15 @@ import json
 import pytest
 
 from maslab.core.context import Context
-from maslab.core.messages import Message
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.evaluators.llm_judge import LLMJudgeEvaluator, parse_verdict
 from maslab.evaluators.llm_judge import Verdict as JudgeVerdict
-from maslab.kit.structured import json_params, reply_call, tool_params
-from maslab.kit.tools import ToolCall, get_tools
+from maslab.kit.structured import json_params, tool_params
+from maslab.kit.tools import get_tools
 from maslab.methods.conductor import FINAL
 from maslab.methods.mad import Ruling, Verdict
-from maslab.testing import Reply, ScriptedModel, last_user_message
+from maslab.testing import ScriptedModel, last_user_message
 
 TASK = Task(id="t1", question="What is 6 * 7?", answer_type="number", gold="42")
 NATIVE = ["structured_output", "tools"]
@@ -43,7 +42,7 @@ class Bare:
 
 def test_a_handle_without_supports_gets_the_text_path():
     assert json_params(Bare(), "x", {"type": "object"}) == {}
-    assert tool_params(Bare(), get_tools(["add"])) == {}
+    assert tool_params(Bare(), [t.spec()["function"] for t in get_tools(["add"])]) == {}
 
 
 def test_native_params_carry_the_schema_and_the_tools():
@@ -53,23 +52,11 @@ def test_native_params_carry_the_schema_and_the_tools():
         "type": "json_schema",
         "json_schema": {"name": "verdict", "schema": Verdict.json_schema(), "strict": True},
     }
-    offered = tool_params(model, get_tools(["add"]))
+    offered = tool_params(model, [t.spec()["function"] for t in get_tools(["add"])])
     assert offered["tool_choice"] == "auto"
     (spec,) = offered["tools"]
     assert spec["function"]["name"] == "add"
     assert spec["function"]["parameters"]["required"] == ["a", "b"]
-
-
-def test_reply_call_reads_native_calls_first_then_text():
-    native = Reply.calling("add", {"a": 1, "b": 2}).tool_calls
-    message = Message(sender="a", content='{"tool": "subtract", "arguments": {}}')
-    assert reply_call(message) == ToolCall(name="subtract", arguments={})
-    with_call = message.model_copy(update={"metadata": {"tool_calls": native}})
-    assert reply_call(with_call) == ToolCall(name="add", arguments={"a": 1, "b": 2})
-    broken = Reply(tool_calls=(native[0].__class__("c", "add", "not json"),)).tool_calls
-    assert reply_call(with_call.model_copy(update={"metadata": {"tool_calls": broken}})) == (
-        ToolCall(name="add", arguments={})
-    )
 
 
 # -- MAD ---------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def test_the_pool_hides_native_features_when_asked(native_provider, native):
     handle = ModelPool(native=native).get(native_provider)
     assert handle.supports("structured_output") is native and handle.supports("tools") is native
     assert bool(json_params(handle, "x", {"type": "object"})) is native
-    assert bool(tool_params(handle, get_tools(["add"]))) is native
+    assert bool(tool_params(handle, [t.spec()["function"] for t in get_tools(["add"])])) is native
 
 
 def test_a_run_without_native_features_loads_text_only_models_and_says_so(
