@@ -23,9 +23,11 @@ attributes equal the ground truth's (BFCL's state check) and every ground-truth 
 is among the results of the agents' calls so far, this turn's and earlier ones' (BFCL's response
 check: a result already fetched need not be fetched again). A turn whose ground truth makes no
 call (miss_func before the function is added, miss_param without the value) passes when the
-agents made none. The task passes when every turn does; ``details`` hold the per-turn verdicts
-and, for a failure, the first failing turn, why, and the first differing attribute with both
-values (truncated).
+agents made none. The task passes when every turn does; ``details`` hold the per-turn verdicts,
+the count of calls that undid a solved turn (:data:`~maslab.bench.evaluation.CHANGED_AFTER_SOLVED`:
+after some call of a turn the state and results were the ground truth's, and a later call of the
+same turn moved the state away from it) and, for a failure, the first failing turn, why, and the
+first differing attribute with both values (truncated).
 """
 
 from __future__ import annotations
@@ -33,10 +35,16 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from maslab.bench.evaluation import Evaluator, Score, gold_of, register_evaluator
+from maslab.bench.evaluation import (
+    CHANGED_AFTER_SOLVED,
+    Evaluator,
+    Score,
+    gold_of,
+    register_evaluator,
+)
 from maslab.benchmarks.bfcl.calls import Call, parse_call, read_answer, read_turns
 from maslab.benchmarks.bfcl.environment import BFCLEnvironment
 from maslab.core.context import Context
@@ -54,6 +62,7 @@ _TYPES: dict[str, type] = {
 _IGNORED = re.compile(r"[ ,./\-_*^]")
 _SHOWN = 240  # characters of a value a state difference shows, around where the two differ
 _BEFORE = 80  # of them, before the first character that differs
+_Difference = tuple[str, str, Any, Any]  # class, attribute, the agents' value, the truth's
 
 
 @register_evaluator("bfcl_ast")
@@ -234,23 +243,39 @@ def gold_turns(task: Task, environment: BFCLEnvironment) -> list[list[Call]]:
 
 
 def replay(task: Task, turns: list[list[Call]]) -> dict[str, Any]:
-    """Per-turn verdicts of the agents' calls against the ground truth's (see the module)."""
+    """Per-turn verdicts of the agents' calls against the ground truth's (see the module), and
+    the calls that undid a turn already solved (:data:`CHANGED_AFTER_SOLVED`)."""
     agents, truth = BFCLEnvironment.for_task(task), BFCLEnvironment.for_task(task)
     verdicts: list[bool] = []
     failure: dict[str, Any] = {}
     results_so_far: list[str] = []
+    undoing = 0
     for turn, (calls, expected) in enumerate(zip(turns, gold_turns(task, truth), strict=True)):
         agents.functions(turn)
         truth.functions(turn)
-        results_so_far += [_run(agents, call) for call in calls]
         wanted = [_run(truth, call) for call in expected]
+        solved = at_solution = False
+        for call in calls:
+            results_so_far.append(_run(agents, call))
+            if expected:
+                now = _at_solution(agents, truth, wanted, results_so_far)
+                undoing += solved and at_solution and not now
+                solved, at_solution = solved or now, now
         reason, difference = _turn_problem(agents, truth, calls, expected, wanted, results_so_far)
         verdicts.append(reason is None)
         if reason is not None and not failure:
             failure = {"first_failed_turn": turn, "reason": reason}
             if difference:
                 failure["difference"] = difference
-    return {"turns": verdicts, **failure}
+    return {"turns": verdicts, CHANGED_AFTER_SOLVED: undoing, **failure}
+
+
+def _at_solution(
+    agents: BFCLEnvironment, truth: BFCLEnvironment, wanted: list[str], results: list[str]
+) -> bool:
+    """Whether the agents' state is the ground truth's and its results are among theirs."""
+    same = next(_differences(agents, truth), None) is None
+    return same and not Counter(wanted) - Counter(results)
 
 
 def _turn_problem(
@@ -283,21 +308,20 @@ def _run(environment: BFCLEnvironment, call: Call) -> str:
         return f"Error: {exc}"
 
 
-def state_difference(agents: BFCLEnvironment, truth: BFCLEnvironment) -> dict[str, Any] | None:
-    """The first public attribute whose value differs between the two, or None."""
+def _differences(agents: BFCLEnvironment, truth: BFCLEnvironment) -> Iterator[_Difference]:
+    """The public attributes whose values differ between the two, class by class."""
     for class_name, instance in truth.instances.items():
         mine = agents.instances[class_name]
         for attribute, value in vars(instance).items():
             if not attribute.startswith("_") and getattr(mine, attribute, None) != value:
-                model, expected = around_difference(
-                    repr(getattr(mine, attribute, None)), repr(value)
-                )
-                return {
-                    "class": class_name,
-                    "attribute": attribute,
-                    "model": model,
-                    "expected": expected,
-                }
+                yield class_name, attribute, getattr(mine, attribute, None), value
+
+
+def state_difference(agents: BFCLEnvironment, truth: BFCLEnvironment) -> dict[str, Any] | None:
+    """The first public attribute whose value differs between the two, or None."""
+    for class_name, attribute, mine, value in _differences(agents, truth):
+        model, expected = around_difference(repr(mine), repr(value))
+        return {"class": class_name, "attribute": attribute, "model": model, "expected": expected}
     return None
 
 

@@ -28,6 +28,16 @@ class BudgetExceeded(MaslabError):
         super().__init__(f"budget exceeded: {kind} limit {limit:g}, used {used:g}")
 
 
+class ContextWindowFull(BudgetExceeded):
+    """A call of the sample's method did not fit its model's context window
+    (:class:`ContextTooLong`): the sample ends there, as a budget ends it, and is scored on what
+    it did (a long episode outgrows a small model's window; another attempt would too)."""
+
+    def __init__(self, cause: ContextTooLong) -> None:
+        MaslabError.__init__(self, f"context window full: {cause}")
+        self.kind, self.limit, self.used = "context", 0.0, 0.0
+
+
 class SampleEnded(MaslabError):
     """A model call was asked for after the sample ended (its siblings had stopped it)."""
 
@@ -87,6 +97,11 @@ class LLMConnectionError(LLMError):
 
 class RequestRejected(LLMError):
     """HTTP 4xx other than 429 (bad request, context too long, auth, unknown model)."""
+
+
+class ContextTooLong(RequestRejected):
+    """The request's prompt (with the completion it asks for) does not fit the model's context
+    window, as the server or the local engine said."""
 
 
 class MalformedResponse(LLMError):

@@ -104,7 +104,6 @@ FINAL = "final_answer"
 TEAM = ("analyst", "coder")
 SPECIALIST = "specialist"  # the model role of the sub-agents that own a group of functions
 ALL = "functions"  # the one group when the environment names none
-MORE_FUNCTIONS = "You have more functions now. Go on with my last request."
 
 _PYTHON_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.S)
 
@@ -426,7 +425,7 @@ class Conductor(Method):
             if planner is None:
                 planner = ctx.agent(PLANNER, system=planner_system(tools))
             shown = members
-            prompt = opening_prompt(turn.message or MORE_FUNCTIONS, tools if changed else ())
+            prompt = opening_prompt(turn.request, tools if changed else ())
             await run.turn(planner, team, tools, prompt)
             if team.answer is not None:
                 return run.solution(team.answer, "calls")

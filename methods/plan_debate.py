@@ -11,8 +11,8 @@ plan before executing it is our combination (see Deviations).
 Algorithm, at each turn of the episode (:meth:`maslab.core.context.Context.episode`), with the
 turn's functions F, P = ``planners``, R = ``rounds``, N = ``max_steps``:
 
-1. The P planners each write a :class:`Plan` of 1..N steps from the turn's message and F (names
-   and descriptions), concurrently.
+1. The P planners each write a :class:`~maslab.kit.plans.Plan` of 1..N steps from the turn's
+   message and F (names and descriptions), concurrently.
 2. R debate rounds: each planner reads the others' latest plans, in planner order (whatever the
    order they were written in), and writes its plan again (revised or kept), concurrently.
 3. The judge reads the request, F and the P final plans and picks one (a :class:`Choice`, the
@@ -22,7 +22,8 @@ turn's functions F, P = ``planners``, R = ``rounds``, N = ``max_steps``:
    step (at most ``step_replies`` replies each: it reads its calls' results and may call
    again). Its history runs through every step and turn.
 
-Every agent keeps its history through the episode. On a task whose tools are only declared (no
+Every agent keeps its history through the episode, so F is listed to a planner or the judge
+at the first turn and again only when it changes. On a task whose tools are only declared (no
 environment) the first calls the executor makes are the answer, as JSON (``[]``: none), and the
 steps after them, and the later turns, are not taken. A turn without functions (a task without
 tools) is one executor reply: no plans, no debate, no judge.
@@ -43,8 +44,8 @@ Deviations:
 - Octo-planner's planner is fine-tuned and has internalised F; here F's names and descriptions
   are in the planners' and the judge's prompts, and the plan is a JSON list of steps.
 - Defensive parsing: a plan longer than N steps is cut to N; a first plan that cannot be parsed
-  becomes a single step, the turn's message, and a revision that cannot be parsed keeps the
-  planner's plan before it (both recorded in the metadata).
+  becomes the single step "Carry out the whole request.", and a revision that cannot be parsed
+  keeps the planner's plan before it (both recorded in the metadata).
 - A turn with no new message (one that only adds functions) is planned from our own line saying
   that more functions are available. The prompts are ours.
 """
@@ -54,7 +55,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from itertools import permutations
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -65,10 +66,17 @@ from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.kit.acting import Function, act
+from maslab.kit.plans import (
+    WHOLE_REQUEST,
+    Plan,
+    functions_part,
+    listed,
+    step_prompt,
+    steps_of,
+)
 from maslab.kit.structured import Reply, ask
 
 PLANNER, JUDGE, EXECUTOR = "planner", "judge", "executor"
-MORE_FUNCTIONS = "You have more functions now. Go on with my last request."
 PLANNER_SYSTEM = (
     "You plan how to carry out a user's request with the functions you are shown, together "
     "with other planners. Another agent carries the plan out, one step at a time."
@@ -83,12 +91,6 @@ EXECUTOR_SYSTEM = (
 )
 
 
-class Plan(Reply):
-    """A planner's JSON reply: the steps, in order."""
-
-    steps: list[Annotated[str, Field(description="a step")]]
-
-
 class Choice(Reply):
     """The judge's JSON reply: the number of the plan it picks."""
 
@@ -99,18 +101,11 @@ def planner_names(count: int) -> list[str]:
     return [f"{PLANNER}_{i}" for i in range(1, count + 1)]
 
 
-def catalogue(functions: Sequence[Function]) -> str:
-    """The functions as planners and the judge read them: name and description."""
-    return "\n".join(f"- {f['name']}: {f.get('description', '')}" for f in functions)
-
-
-def listed(steps: Sequence[str]) -> str:
-    return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
-
-
-def plan_prompt(request: str, functions: Sequence[Function], max_steps: int) -> str:
+def plan_prompt(request: str, functions: str, max_steps: int) -> str:
+    """A planner's first prompt at a turn; ``functions``: the list of functions
+    (:func:`~maslab.kit.plans.functions_part`), empty when it has read this list already."""
     return (
-        f"Functions:\n{catalogue(functions)}\n\nRequest:\n{request}\n\n"
+        f"{functions}Request:\n{request}\n\n"
         f"Plan how to carry out the request in 1 to {max_steps} steps. Each step is a short "
         "instruction that names the function to call and its inputs; a step may use the results "
         "of earlier steps."
@@ -127,30 +122,12 @@ def revise_prompt(others: Sequence[tuple[str, Sequence[str]]]) -> str:
     )
 
 
-def judge_prompt(request: str, functions: Sequence[Function], plans: Sequence[list[str]]) -> str:
+def judge_prompt(request: str, functions: str, plans: Sequence[list[str]]) -> str:
     shown = "\n\n".join(f"Plan {i}:\n{listed(steps)}" for i, steps in enumerate(plans, 1))
     return (
-        f"Functions:\n{catalogue(functions)}\n\nRequest:\n{request}\n\n{shown}\n\n"
+        f"{functions}Request:\n{request}\n\n{shown}\n\n"
         f"Pick the plan (1 to {len(plans)}) that best carries out the request."
     )
-
-
-def step_prompt(request: str, plan: Sequence[str], index: int) -> str:
-    """The executor's prompt for step ``index`` (1-based); the first gives the request and the
-    whole plan too."""
-    step = f"Step {index} of {len(plan)}: {plan[index - 1]}"
-    if index > 1:
-        return f"{step}\n\nCarry out this step with the functions, using the earlier results."
-    return (
-        f"Request:\n{request}\n\nPlan:\n{listed(plan)}\n\n{step}\n\nCarry out this step with "
-        "the functions, taking its inputs from the request and the earlier results."
-    )
-
-
-def steps_of(plan: Plan | None, max_steps: int) -> list[str] | None:
-    """A parsed plan's non-empty steps, cut to ``max_steps``; None: no plan."""
-    steps = [s.strip() for s in plan.steps if s.strip()] if plan is not None else []
-    return steps[:max_steps] or None
 
 
 @register_method("plan_debate")
@@ -206,7 +183,7 @@ class PlanDebate(Method):
         turns: list[dict[str, Any]] = []
         answer = ""
         async for turn in ctx.episode(task):
-            request = turn.message or MORE_FUNCTIONS
+            request = turn.request
             if not turn.functions:  # nothing to plan with: one reply
                 acted = await act(executor, request, (), max_steps=1, round=turn.index)
                 answer = acted.message.content
@@ -248,19 +225,19 @@ class PlanDebate(Method):
         cfg = self.config
 
         async def first(agent: Agent) -> list[str] | None:
-            prompt = plan_prompt(request, functions, cfg.max_steps)
+            prompt = plan_prompt(request, functions_part(agent, functions), cfg.max_steps)
             _, plan = await ask(agent, prompt, Plan, round=index, kind="plan")
-            return steps_of(plan, cfg.max_steps)
+            return steps_of(plan)[: cfg.max_steps] or None
 
         async def revise(agent: Agent, latest: Sequence[list[str]]) -> list[str] | None:
             others = [(p.name, steps) for p, steps in zip(planners, latest, strict=True)]
             shown = [(name, steps) for name, steps in others if name != agent.name]
             _, plan = await ask(agent, revise_prompt(shown), Plan, round=index, kind="revision")
-            return steps_of(plan, cfg.max_steps)
+            return steps_of(plan)[: cfg.max_steps] or None
 
         written = await asyncio.gather(*(first(p) for p in planners))
         fallbacks = [[steps is None for steps in written]]
-        plans = [steps or [request] for steps in written]
+        plans = [steps or [WHOLE_REQUEST] for steps in written]
         history = [plans]
         for _ in range(cfg.rounds):
             revised = await asyncio.gather(*(revise(p, plans) for p in planners))
@@ -268,7 +245,11 @@ class PlanDebate(Method):
             plans = [new or old for new, old in zip(revised, plans, strict=True)]
             history.append(plans)
         _, choice = await ask(
-            judge, judge_prompt(request, functions, plans), Choice, round=index, kind="choice"
+            judge,
+            judge_prompt(request, functions_part(judge, functions), plans),
+            Choice,
+            round=index,
+            kind="choice",
         )
         valid = choice is not None and 1 <= choice.plan <= len(plans)
         chosen = choice.plan - 1 if valid and choice is not None else 0

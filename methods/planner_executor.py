@@ -7,8 +7,9 @@ arXiv:2406.18082 (2024).
 Algorithm, at each turn of the episode (:meth:`maslab.core.context.Context.episode`), with the
 turn's functions F (at most N = ``max_steps`` steps; chain planner -> action):
 
-1. The planner reads the turn's message and F (names and descriptions) and writes a plan of
-   1..N steps in natural language (a :class:`Plan`). It keeps its history through the episode.
+1. The planner reads the turn's message and F (names and descriptions; listed at the first
+   turn and again only when F changes) and writes a plan of 1..N steps in natural language (a
+   :class:`~maslab.kit.plans.Plan`). It keeps its history through the episode.
 2. For step i = 1..n, the action agent works the step in one tool loop
    (:func:`maslab.kit.acting.act`, at most ``step_replies`` replies): it calls functions of F,
    the calls run in order through the sample's tool door and their results come back. Its
@@ -35,9 +36,9 @@ Deviations:
   observation only); a step may make several calls in a reply, and ``step_replies`` > 1 lets it
   read results and call again within the step.
 - Defensive parsing (not in the paper): a plan longer than N steps is cut to N and one that
-  cannot be parsed becomes a single step, the turn's message (both recorded in the metadata); a
-  step without a call observes an error, an unknown function or bad arguments an error result,
-  and the chain goes on.
+  cannot be parsed becomes the single step "Carry out the whole request." (both recorded in the
+  metadata); a step without a call observes an error, an unknown function or bad arguments an
+  error result, and the chain goes on.
 - On an ordinary task F is configurable (``functions``: names registered in
   :mod:`maslab.kit.tools`; default add, subtract, multiply, divide, compare and sandboxed
   python); the action agent's calls are offered as declared functions and the method runs them
@@ -55,7 +56,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -65,47 +66,25 @@ from maslab.core.episode import ToolOutcome, calls_json
 from maslab.core.method import Method, MethodConfig, register_method
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.acting import Acted, Call, Function, act
-from maslab.kit.structured import Reply, ask
+from maslab.kit.acting import Acted, Call, act
+from maslab.kit.plans import WHOLE_REQUEST, Plan, functions_part, step_prompt, steps_of
+from maslab.kit.structured import ask
 from maslab.kit.tools import Tool, ToolCall, ToolNames, get_tools, run_tool
 from maslab.llm.types import ChatMessage
 
 NO_CALL = "error: no function call found in the reply"
 PLANNER, ACTION = "planner", "action"
-MORE_FUNCTIONS = "You have more functions now. Go on with my last request."
 
 
-class Plan(Reply):
-    """The planner's JSON reply: the steps, in order."""
-
-    steps: list[Annotated[str, Field(description="a step")]]
-
-
-def catalogue(functions: Sequence[Function]) -> str:
-    """The functions as the planner reads them: name and description."""
-    return "\n".join(f"- {f['name']}: {f.get('description', '')}" for f in functions)
-
-
-def plan_prompt(request: str, functions: Sequence[Function], max_steps: int) -> str:
+def plan_prompt(request: str, functions: str, max_steps: int) -> str:
+    """The planner's prompt; ``functions``: the list of functions (:func:`functions_part`),
+    empty when it has read this list already."""
     return (
-        f"You plan how to carry out a request with these functions:\n{catalogue(functions)}\n\n"
-        f"Request:\n{request}\n\n"
-        f"Break the request into 1 to {max_steps} steps. Each step is done with one call of one "
-        "function and may use the results of earlier steps; write it as a short instruction "
-        "that names the function and its inputs. The result of the last step is the answer."
-    )
-
-
-def step_prompt(request: str, plan: Sequence[str], index: int) -> str:
-    """The action agent's prompt for step ``index`` (1-based); the first also gives the request
-    and the whole plan."""
-    step = f"Step {index} of {len(plan)}: {plan[index - 1]}"
-    if index > 1:
-        return f"{step}\n\nCarry out this step with the functions, using the earlier results."
-    listed = "\n".join(f"{i}. {s}" for i, s in enumerate(plan, 1))
-    return (
-        f"Request:\n{request}\n\nPlan:\n{listed}\n\n{step}\n\nCarry out this step with the "
-        "functions, taking its inputs from the request and the earlier results."
+        f"{functions}Request:\n{request}\n\n"
+        f"Plan how to carry out the request with the functions in 1 to {max_steps} steps. Each "
+        "step is done with one call of one function and may use the results of earlier steps; "
+        "write it as a short instruction that names the function and its inputs. The result of "
+        "the last step is the answer."
     )
 
 
@@ -185,17 +164,12 @@ class PlannerExecutor(Method):
         turns: list[dict[str, Any]] = []
         answer = ""
         async for turn in ctx.episode(task):
-            request = turn.message or MORE_FUNCTIONS
+            request = turn.request
             functions = toys.specs if toys is not None else turn.functions
-            _, plan = await ask(
-                planner,
-                plan_prompt(request, functions, cfg.max_steps),
-                Plan,
-                round=turn.index,
-                kind="plan",
-            )
-            written = [s.strip() for s in plan.steps if s.strip()] if plan is not None else []
-            steps = written[: cfg.max_steps] or [request]
+            prompt = plan_prompt(request, functions_part(planner, functions), cfg.max_steps)
+            _, plan = await ask(planner, prompt, Plan, round=turn.index, kind="plan")
+            written = steps_of(plan)
+            steps = written[: cfg.max_steps] or [WHOLE_REQUEST]
             done: list[dict[str, Any]] = []
             truncated = len(written) > cfg.max_steps
             turns.append({"plan": steps, "planned_steps": len(written), "truncated": truncated,

@@ -78,7 +78,6 @@ VERIFIER_SYSTEM = (
     "missing or not asked for: say how to correct it), or done (the request is fully carried "
     "out)."
 )
-MORE_FUNCTIONS = "You have more functions now. Go on with my last request."
 RETRY = "The reviewer found a problem with your last step. Check it and correct it."
 NOT_RUN = "not run: the functions are only declared"
 
@@ -135,7 +134,7 @@ class StepVerifier(Method):
         declared = ctx.environment is None and bool(task.tools)
         answer, steps, verdicts, capped = "", [], [], False
         async for turn in ctx.episode(task):
-            request = turn.message or MORE_FUNCTIONS
+            request = turn.request
             said: list[str] = []
             verdicts.append(said)
             if declared:

@@ -47,7 +47,6 @@ SYSTEM = (
     "functions you have, answer in plain text without a call: say what you did or what is "
     "missing."
 )
-MORE_FUNCTIONS = "You have more functions now. Go on with my last request."
 
 
 @register_method("tool_agent")
@@ -75,7 +74,7 @@ class ToolAgent(Method):
         acted: Acted | None = None
         steps = []
         async for turn in ctx.episode(task):
-            prompt = turn.message or MORE_FUNCTIONS
+            prompt = turn.request
             acted = await act(
                 agent, prompt, turn.functions, max_steps=self.config.max_steps, round=turn.index
             )

@@ -45,10 +45,14 @@ value above 0 that it did (a count, or a magnitude). The views of the trace are 
   turn and got the same result as before (nothing it did in between changed what the call
   gives); the value counts such calls.
 
-The three tool signals read the trace's ``tools`` (none without an environment, and in traces
-from before they were recorded). "A call that changes the state after the task was solved" is
-no signal: the trace records neither which calls change the state nor when a turn's state
-first matched the expected one (the evaluator judges each turn once, at its end).
+- ``changed_after_solved``: calls that moved the environment's state away from the expected
+  one after a turn had reached it (a solved turn undone), as the evaluator counted them while
+  replaying the calls (``bfcl_state``: its ``details``' :data:`CHANGED_AFTER_SOLVED
+  <maslab.bench.evaluation.CHANGED_AFTER_SOLVED>`); none where the evaluator does not count
+  them (no environment, or scores from before it did).
+
+The three signals before it read the trace's ``tools`` (none without an environment, and in
+traces from before they were recorded).
 
 ``final_disagreement``, ``answer_flips`` and ``minority_consensus`` read the answers extracted
 from the messages; traces recorded before those were stored cannot give them, and
@@ -77,6 +81,7 @@ from dataclasses import dataclass, field
 
 from maslab.analysis import trajectory
 from maslab.analysis.trajectory import Turn
+from maslab.bench.evaluation import CHANGED_AFTER_SOLVED
 from maslab.errors import ConfigError
 from maslab.store.records import ResultRecord, Trace, TraceMessage, TraceTool
 
@@ -96,6 +101,7 @@ SIGNALS: dict[str, str] = {
     "tool_errors": "calls on the sample's environment that errored",
     "unknown_function": "calls the environment refused as an unknown function",
     "repeated_call": "a call made again within a turn with the same arguments and result",
+    CHANGED_AFTER_SOLVED: "a call undid a turn already solved (moved the state away from it)",
     "token_outlier": "far more tokens than the run's typical sample (robust z of log tokens)",
 }
 ANSWER_SIGNALS = ("final_disagreement", "answer_flips", "minority_consensus")
@@ -113,10 +119,12 @@ UNKNOWN_FUNCTION = "error: unknown function"
 def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
     """Every per-sample signal that ``record`` and ``trace`` (None: no trace) can give, as
     name -> value in :data:`SIGNALS` order; those they cannot give are absent."""
+    details = record.score.details if record.score is not None else {}
     found = {
         "unparsed": float(record.unparsed),
         "budget_stop": float(record.status == "budget"),
         "errors": float(record.status == "error"),
+        CHANGED_AFTER_SOLVED: float(details.get(CHANGED_AFTER_SOLVED, 0)),
     }
     if trace is not None:
         found["retries"] = float(sum(c.attempts - 1 for c in trace.calls))

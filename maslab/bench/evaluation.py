@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from maslab.core.context import Context
 
 
+CHANGED_AFTER_SOLVED = "changed_after_solved"
+"""The :attr:`Score.details` key under which an evaluator of stateful episodes counts the calls
+that moved the state away from the expected one after a turn had reached it (a solved turn
+undone); the triage signal of that name reads it."""
+
+
 class Score(BaseModel):
     """How one answer scored. ``value`` is in [0, 1]; ``extracted=None`` means unparsed."""
 

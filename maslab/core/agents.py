@@ -112,5 +112,13 @@ class Agent:
         result shown with the next prompt."""
         self.history = [*self.history, *turns]
 
+    def has_read(self, text: str) -> bool:
+        """Whether a user turn of its history holds ``text``: what a prompt need not repeat to
+        an agent that keeps its history (a list of functions, say)."""
+        return any(
+            turn["role"] == "user" and text in str(turn.get("content") or "")
+            for turn in self.history
+        )
+
     def __repr__(self) -> str:
         return f"<Agent {self.name} on {self.model.name}>"

@@ -31,7 +31,13 @@ from maslab.core.messages import Message, Transcript
 from maslab.core.roles import check_model_roles, role_models
 from maslab.core.scheduling import CallGate
 from maslab.core.task import Solution, Task
-from maslab.errors import BudgetExceeded, ConfigError, SampleEnded
+from maslab.errors import (
+    BudgetExceeded,
+    ConfigError,
+    ContextTooLong,
+    ContextWindowFull,
+    SampleEnded,
+)
 from maslab.llm.ledger import CallRecord, Purpose, UsageLedger, UsageTotals
 from maslab.llm.pool import ModelPool
 from maslab.llm.types import ChatMessage, ChatModel, ChatRequest, Completion, make_request
@@ -306,7 +312,9 @@ class Context:
 
         Raises:
             LLMError: The model failed for good (after any retries).
-            BudgetExceeded: The budget forbids the call, or its time ran out while waiting.
+            BudgetExceeded: The budget forbids the call, or its time ran out while waiting;
+                :class:`~maslab.errors.ContextWindowFull` when a method's call did not fit the
+                model's context window (the sample ends there, scored on what it did).
             SampleEnded: The sample has ended (:meth:`settle`); no new method call starts.
         """
         left = None
@@ -341,6 +349,10 @@ class Context:
             raise self._stop(
                 BudgetExceeded("seconds", self.budget.max_seconds or 0, self.elapsed)
             ) from None
+        except ContextTooLong as exc:
+            if purpose != "method":
+                raise
+            raise self._stop(ContextWindowFull(exc)) from None
 
     def _call_done(self, record: CallRecord, call: asyncio.Future[Completion]) -> None:
         """Forget a finished call; one cancelled before it began is marked failed here."""

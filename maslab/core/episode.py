@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+MORE_FUNCTIONS = "You have more functions now. Go on with my last request."
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -25,6 +27,12 @@ class Turn:
     index: int
     message: str
     functions: tuple[Mapping[str, Any], ...]
+
+    @property
+    def request(self) -> str:
+        """What an agent is asked at this turn: the message, or (a turn that only adds
+        functions) a line saying that more functions are available."""
+        return self.message or MORE_FUNCTIONS
 
 
 @dataclass(frozen=True)

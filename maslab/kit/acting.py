@@ -4,11 +4,12 @@ results, until a reply makes none.
 :func:`act` offers the turn's functions (specs ``{"name", "description", "parameters"}``) as
 native tools where the agent's model has them: the calls come back as the reply's tool calls and
 each result goes back as a ``tool`` turn answering its call. Elsewhere the prompt lists the
-functions and asks for the calls as a JSON list in the reply's text; the results go back as one
-user turn. Either way the calls of one reply run in the order given, each through the sample's
-tool door (:meth:`Context.call_tool <maslab.core.context.Context.call_tool>`, which records it);
-a call the environment refuses comes back as an error observation. On a task whose tools are
-only declared (no environment) nothing runs: the loop stops at the first reply that makes calls.
+functions (unless the agent's history holds the same list already) and asks for the calls as a
+JSON list in the reply's text; the results go back as one user turn. Either way the calls of one
+reply run in the order given, each through the sample's tool door (:meth:`Context.call_tool
+<maslab.core.context.Context.call_tool>`, which records it); a call the environment refuses
+comes back as an error observation. On a task whose tools are only declared (no environment)
+nothing runs: the loop stops at the first reply that makes calls.
 """
 
 from __future__ import annotations
@@ -141,8 +142,8 @@ async def act(
     offered = bool(native_tools)
     if offered:
         params = {**params, **native_tools}
-    elif functions:
-        prompt = "\n\n".join(p for p in (prompt, call_instructions(functions)) if p)
+    elif functions and not agent.has_read(instructions := call_instructions(functions)):
+        prompt = "\n\n".join(p for p in (prompt, instructions) if p)
     made: list[Call] = []
     for step in range(1, max_steps + 1):
         message = await agent.reply(prompt, round=round, **params)

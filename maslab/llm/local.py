@@ -38,8 +38,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from maslab.errors import ConfigError, LLMError, RequestRejected
-from maslab.llm.openai_compat import as_json_object, completion_from_payload
+from maslab.errors import ConfigError, ContextTooLong, LLMError, RequestRejected
+from maslab.llm.openai_compat import as_json_object, completion_from_payload, says_context_too_long
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature
 
 log = logging.getLogger(__name__)
@@ -188,7 +188,8 @@ class LocalModel(ChatModelBase):
         try:
             payload = engine.llama.create_chat_completion(messages=list(request.messages), **params)
         except ValueError as exc:  # e.g. the prompt does not fit the context window
-            raise LLMError(str(exc), model=self.name) from None
+            error = ContextTooLong if says_context_too_long(str(exc)) else LLMError
+            raise error(str(exc), model=self.name) from None
         return completion_from_payload(payload, self.name, time.perf_counter() - started, request)
 
     async def complete(self, request: ChatRequest) -> Completion:

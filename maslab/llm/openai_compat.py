@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import math
+import re
 import time
 from collections.abc import Mapping
 from typing import Any, TypeGuard
@@ -19,6 +20,7 @@ import aiohttp
 import orjson
 
 from maslab.errors import (
+    ContextTooLong,
     LLMConnectionError,
     LLMError,
     LLMTimeout,
@@ -68,7 +70,23 @@ def error_for_status(status: int, detail: str, model: str, retry_after: str | No
         return RateLimited(message, model=model, retry_after=parse_retry_after(retry_after))
     if status >= 500:
         return ServerError(message, model=model, status=status)
+    if status in (400, 413) and says_context_too_long(detail):
+        return ContextTooLong(message, model=model, status=status)
     return RequestRejected(message, model=model, status=status)
+
+
+_CONTEXT_TOO_LONG = re.compile(
+    r"context[ _-]?(length|window)|maximum context|prompt is too long|input is too long"
+    r"|too many (input )?tokens",
+    re.IGNORECASE,
+)
+
+
+def says_context_too_long(detail: str) -> bool:
+    """Whether an error's text says the request does not fit the context window, in the words
+    of OpenAI, vLLM, llama.cpp and the others (``context_length_exceeded``, "maximum context
+    length", "exceed context window", "prompt is too long")."""
+    return _CONTEXT_TOO_LONG.search(detail) is not None
 
 
 def error_detail(body: bytes) -> str:

@@ -51,7 +51,7 @@ from maslab.llm.scripted import (
 from maslab.llm.types import ChatRequest, make_request
 
 BACKLOG = 2048  # pending connections the listening socket queues (aiohttp's default is 128)
-FAULTS = ("429", "500", "503", "400", "hang", "malformed", "empty_choices")
+FAULTS = ("429", "500", "503", "400", "context_length", "hang", "malformed", "empty_choices")
 
 Latency = float | tuple[float, float] | Callable[[], float]
 Schedule = Mapping[int, str] | Sequence[str | None]
@@ -372,7 +372,10 @@ class FakeOpenAIServer:
             headers = {"Retry-After": f"{self.retry_after:g}"}
             message = "Rate limit reached (injected by the fake server)."
             return _error(429, message, "requests", "rate_limit_exceeded", headers)
-        if kind == "400":  # the one fault a client must not retry
+        if kind == "400":  # a request the server refuses: a client must not retry it
+            message = "Invalid value for 'messages' (injected by the fake server)."
+            return _error(400, message, "invalid_request_error", "invalid_value")
+        if kind == "context_length":  # a 400 too, which ends the sample like a budget
             message = "This model's maximum context length is exceeded (injected)."
             return _error(400, message, "invalid_request_error", "context_length_exceeded")
         if kind == "500":

@@ -18,7 +18,7 @@ from maslab.analysis.trajectory import (
 )
 from maslab.analysis.triage import ANSWER_SIGNALS, SIGNALS, rank, signals, token_outliers
 from maslab.bench.benchmark import get_benchmark
-from maslab.bench.evaluation import Score
+from maslab.bench.evaluation import CHANGED_AFTER_SOLVED, Score
 from maslab.cli import main
 from maslab.core.context import Context
 from maslab.errors import ConfigError, LLMError, ServerError
@@ -83,8 +83,9 @@ def debate(final: tuple[str, ...] = ("42", "42", "42"), opening: tuple[str, ...]
 
 
 def record(answer: str | None = None, status: str = "ok", extracted: str | None = "42",
-           **fields: Any) -> ResultRecord:  # fmt: skip
-    score = None if status == "error" else Score(value=1.0, correct=True, extracted=extracted)
+           details: dict[str, Any] | None = None, **fields: Any) -> ResultRecord:  # fmt: skip
+    score = None if status == "error" else Score(value=1.0, correct=True, extracted=extracted,
+                                                 details=details or {})  # fmt: skip
     return ResultRecord(task_id="t1", status=status, answer=answer, gold="42", score=score,
                         **fields)  # fmt: skip
 
@@ -188,6 +189,8 @@ SCRIPTED: dict[str, tuple[ResultRecord, Trace, float]] = {
         trace_of(*debate(), tools=[tool("ls", "[a]", a=True), tool("ls", "[a]", a=True)]),
         1,
     ),
+    # the evaluator's count, as bfcl_state records it in the score's details
+    CHANGED_AFTER_SOLVED: (record(details={CHANGED_AFTER_SOLVED: 2}), trace_of(*debate()), 2),
 }
 ALSO = {"unknown_function": {"tool_errors": 1.0}}
 """The signals a scripted transcript fires besides its own."""
@@ -225,7 +228,12 @@ def test_disagreement_counts_distinct_final_answers_and_a_minority_winner():
 def test_answer_signals_are_left_out_of_traces_recorded_before_answers():
     values = signals(record(), trace_of(*debate(("42", "41", "40")), answers=False))
     assert set(values) == set(PER_SAMPLE) - set(ANSWER_SIGNALS)  # not computable, not 0
-    assert set(signals(record(), None)) == {"unparsed", "budget_stop", "errors"}
+    assert set(signals(record(), None)) == {
+        "unparsed",
+        "budget_stop",
+        "errors",
+        CHANGED_AFTER_SOLVED,
+    }
 
 
 # --- trajectory views ---------------------------------------------------------------------------

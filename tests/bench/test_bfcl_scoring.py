@@ -11,7 +11,7 @@ import pytest
 from bfcl_play import gold_calls, single_answer
 
 from maslab.bench.benchmark import get_benchmark
-from maslab.bench.evaluation import get_evaluator
+from maslab.bench.evaluation import CHANGED_AFTER_SOLVED, get_evaluator
 from maslab.benchmarks.bfcl import SINGLE
 from maslab.core.task import Task
 from maslab.evaluators.bfcl import around_difference
@@ -54,7 +54,7 @@ def test_the_ground_truth_passes_every_multi_turn_task(bfcl_wheel, category):
     for task in get_benchmark("bfcl_multi_turn")(category=category).load():
         result = score("bfcl_state", task, gold_calls(task))
         assert result.correct, (task.id, result.explanation)
-        assert result.details == {"turns": [True] * (1 + len(task.turns))}
+        assert result.details == {"turns": [True] * (1 + len(task.turns)), CHANGED_AFTER_SOLVED: 0}
 
 
 # --- perturbations score wrong --------------------------------------------------------------------
@@ -161,10 +161,16 @@ def test_multi_turn_perturbations_score_wrong_at_the_right_turn(bfcl_wheel):
     extra = [turn[:] for turn in right]
     extra[1] = [*extra[1], {"name": "touch", "arguments": {"file_name": "extra.txt"}}]
     assert verdict(extra).details["first_failed_turn"] == 1
+    assert verdict(extra).details[CHANGED_AFTER_SOLVED] == 1  # turn 1 was solved, then undone
 
     swapped = [turn[:] for turn in right]
     swapped[0] = [swapped[0][2], swapped[0][0], swapped[0][1]]  # mv before cd and mkdir
     assert verdict(swapped).details["first_failed_turn"] == 0
+    assert verdict(swapped).details[CHANGED_AFTER_SOLVED] == 0  # never solved
+
+    looked = [turn[:] for turn in right]
+    looked[1] = [*looked[1], {"name": "ls", "arguments": {}}]  # changes nothing
+    assert verdict(looked).correct and verdict(looked).details[CHANGED_AFTER_SOLVED] == 0
 
     unknown = [turn[:] for turn in right]
     unknown[2] = [{"name": "sort_file", "arguments": {"file_name": "final_report.pdf"}}]

@@ -15,9 +15,10 @@ from maslab.bench.benchmark import _BENCHMARKS, Benchmark, register_benchmark
 from maslab.core.context import Budget, Context
 from maslab.core.method import _METHODS, Method, register_method
 from maslab.core.task import Solution, Task
-from maslab.errors import ConfigError, SampleEnded
+from maslab.errors import ConfigError, ContextTooLong, ContextWindowFull, SampleEnded
 from maslab.harness.samples import TOOL_RESULT_CHARS
 from maslab.llm.scripted import ScriptedModel
+from maslab.llm.types import ChatRequest
 from maslab.store.records import TRACES
 from maslab.store.run_store import RunStore
 
@@ -161,6 +162,35 @@ async def test_a_budget_stop_mid_episode_answers_with_the_calls_made_so_far():
     metadata = outcome.solution.metadata
     assert metadata["turns_delivered"] == 3 and "calls" in metadata["budget"]
     assert metadata["method_answer"] == ""
+
+
+async def test_a_full_context_window_ends_the_episode_like_a_budget_with_the_calls_so_far():
+    def respond(request: ChatRequest) -> str:
+        if len(request.messages) > 3:  # the third turn's prompt does not fit
+            raise ContextTooLong("HTTP 400: maximum context length is 64 tokens", status=400)
+        return "put a 1" if len(request.messages) == 1 else "take a"
+
+    ctx = Context(ScriptedModel(respond), environment=Shelf())
+    solution = await WalksTheEpisode().run_sample(EPISODE, ctx)
+    assert isinstance(ctx.budget_stop, ContextWindowFull)
+    assert json.loads(solution.answer) == [
+        [{"name": "put", "arguments": {"key": "a", "value": "1"}}],
+        [{"name": "take", "arguments": {"key": "a"}}],
+        [],
+    ]
+    assert solution.metadata["budget"].startswith("context window full: ")
+    assert "maximum context length" in solution.metadata["budget"]
+    assert ctx.ledger.records[-1].error is not None  # the failed call is recorded
+
+
+async def test_a_judge_whose_prompt_does_not_fit_is_an_error_not_a_stop():
+    def respond(request: ChatRequest) -> str:
+        raise ContextTooLong("HTTP 400: maximum context length is 64 tokens", status=400)
+
+    ctx = Context(ScriptedModel(respond))
+    with pytest.raises(ContextTooLong):
+        await ctx.chat("judge this", purpose="scoring")
+    assert ctx.budget_stop is None
 
 
 # --- a run: the environment per sample, the record and the trace ------------------------------

@@ -90,6 +90,20 @@ async def test_the_text_path_lists_the_functions_and_returns_every_result_in_one
     ]
 
 
+async def test_the_text_path_lists_the_functions_once_to_an_agent_with_a_history():
+    model = ScriptedModel(["Nothing to do.", "Still nothing.", "Nothing.", "Done."])
+    ctx = shelf_ctx(model)
+    agent, other = ctx.agent("agent"), ctx.agent("other")
+    await act(agent, "First.", FUNCTIONS, max_steps=1)
+    await act(agent, "Second.", FUNCTIONS, max_steps=1)
+    await act(agent, "Third.", (*FUNCTIONS, CLEAR), max_steps=1)
+    await act(other, "First.", FUNCTIONS, max_steps=1)
+    first, second, third, fresh = (r.messages[-1]["content"] for r in model.requests)
+    assert "- put:" in first and second == "Second."  # in its history already
+    assert "- clear:" in third and "- put:" in third  # a changed list is listed again, whole
+    assert "- put:" in fresh  # another agent's history does not hold it
+
+
 async def test_a_refused_call_goes_back_as_an_error_observation_and_the_loop_goes_on():
     model = ScriptedModel([calling(("take", {"key": "x"})), "There was nothing."], native=["tools"])
     ctx = shelf_ctx(model)

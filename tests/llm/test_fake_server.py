@@ -129,12 +129,15 @@ async def test_fault_server_errors(session, kind):
     assert server.served == 0
 
 
-async def test_fault_400_is_a_rejected_request(session):
-    with FakeOpenAIServer(schedule={1: "400"}) as server:
+@pytest.mark.parametrize(
+    ("fault", "code"), [("400", "invalid_value"), ("context_length", "context_length_exceeded")]
+)
+async def test_faults_400_are_rejected_requests(session, fault, code):
+    with FakeOpenAIServer(schedule={1: fault}) as server:
         status, _, text = await post(session, server)
     assert status == 400
-    assert json.loads(text)["error"]["code"] == "context_length_exceeded"
-    assert server.fault_counts == {"400": 1} and server.served == 0
+    assert json.loads(text)["error"]["code"] == code
+    assert server.fault_counts == {fault: 1} and server.served == 0
 
 
 async def test_fault_malformed_body_is_not_json(session):

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from maslab.cli import main
-from maslab.errors import ConfigError
+from maslab.errors import ConfigError, ContextTooLong
 from maslab.llm import local
 from maslab.llm.registry import load_model
 from maslab.llm.types import ChatRequest, Completion
@@ -142,6 +142,14 @@ async def test_sampling_parameters_are_honoured():
     stopped = await model.chat("Count from 1 to 20, separated by commas.", temperature=0,
                                max_tokens=60, stop=[","])  # fmt: skip
     assert "," not in stopped.text
+
+
+async def test_a_prompt_over_the_context_window_is_context_too_long():
+    needs_local_model()
+    model = load_model(MODEL)
+    with pytest.raises(ContextTooLong) as raised:
+        await model.chat("word " * 5000, max_tokens=8)
+    assert "exceed context window" in str(raised.value) and "\n" not in str(raised.value)
 
 
 async def test_eight_concurrent_samples_keep_the_loop_responsive_and_outputs_intact(monkeypatch):

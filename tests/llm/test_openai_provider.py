@@ -12,6 +12,7 @@ import pytest
 from maslab.core.context import Context
 from maslab.errors import (
     ConfigError,
+    ContextTooLong,
     LLMError,
     LLMTimeout,
     MalformedResponse,
@@ -20,6 +21,7 @@ from maslab.errors import (
     ServerError,
 )
 from maslab.llm.endpoints import Endpoint
+from maslab.llm.openai_compat import says_context_too_long
 from maslab.llm.registry import load_model
 from maslab.llm.retry import RetryPolicy
 from maslab.secrets import MARKER
@@ -327,3 +329,39 @@ async def test_a_flood_of_a_body_is_malformed_not_out_of_memory(monkeypatch):
     finally:
         await model.aclose()
         await runner.cleanup()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_prompt_over_the_context_window_is_its_own_error_and_not_retried(transport):
+    with FakeOpenAIServer(schedule=["context_length", "400"]) as server:
+        model = model_for(server, transport)
+        with pytest.raises(ContextTooLong) as full:
+            await model.chat("hello")
+        with pytest.raises(RequestRejected) as refused:
+            await model.chat("hello")
+        assert server.requests == 2  # neither retried
+    assert full.value.status == 400 and "maximum context length" in str(full.value)
+    assert not isinstance(refused.value, ContextTooLong)
+    await model.aclose()
+
+
+@pytest.mark.parametrize(
+    "detail",
+    [
+        "This model's maximum context length is 8192 tokens. However, you requested 10240 tokens",
+        "Requested tokens (9000) exceed context window of 8192",  # llama-cpp-python's engine
+        '{"code": "context_length_exceeded"}',
+        "prompt is too long: 210000 tokens > 200000 maximum",
+        "Input is too long for requested model.",
+        "This model's max context window is 4096; too many input tokens",
+    ],
+)
+def test_the_wordings_of_a_full_context_window_are_recognised(detail):
+    assert says_context_too_long(detail)
+
+
+@pytest.mark.parametrize(
+    "detail", ["Invalid value for 'messages'", "The model `x` does not exist", "context: bad"]
+)
+def test_other_refusals_are_not_taken_for_a_full_context_window(detail):
+    assert not says_context_too_long(detail)

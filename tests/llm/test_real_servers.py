@@ -15,42 +15,34 @@ What llama-cpp-python's server (0.3.x) does, as these tests pin down:
 * with ``--chat_format chatml-function-calling``: ``auto`` tool calls too (``required`` fails
   with HTTP 500), but that template drops ``tool`` turns from the prompt: the model never sees a
   tool's result.
-* request validation errors are HTTP 500s; a prompt over the context window is a 400.
+* request validation errors are HTTP 500s; a prompt over the context window is a 400, which
+  maslab reads as :class:`~maslab.errors.ContextTooLong`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from secrets import token_hex
 from typing import Any
 
 import aiohttp
 import pytest
+from llama_server import free_port, llama_server
 
 from maslab.core.context import Context
 from maslab.core.task import Task
-from maslab.errors import ConfigError, LLMConnectionError, RequestRejected, ServerError
+from maslab.errors import ContextTooLong, LLMConnectionError, ServerError
 from maslab.evaluators.llm_judge import LLMJudgeEvaluator
 from maslab.kit.structured import json_params
 from maslab.llm.endpoints import Endpoint
-from maslab.llm.local import resolve_gguf
 from maslab.llm.registry import load_model
 from maslab.llm.retry import RetryPolicy
 
 pytestmark = pytest.mark.system
 
 TRANSPORTS = ["http", "sdk"]
-STARTUP_S = 120.0
 ONCE = RetryPolicy(attempts=1)
 STORY = [{"role": "system", "content": "You are terse."},
          {"role": "user", "content": "Write a long story about a cat."}]  # fmt: skip
@@ -78,67 +70,17 @@ CITY = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Any) -> None:
-    """Poll ``url`` until it answers 200; fail with the server's log if it dies or is late."""
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
-        with (
-            contextlib.suppress(OSError, urllib.error.URLError),
-            urllib.request.urlopen(url, timeout=2) as response,
-        ):
-            if response.status == 200:
-                return
-        time.sleep(0.2)
-    log.seek(0)
-    tail = log.read().decode("utf-8", "replace")[-2000:]
-    pytest.fail(f"llama.cpp server at {url} not ready (exit code {process.poll()}):\n{tail}")
-
-
-def _serve(*options: str) -> Iterator[str]:
-    """Run llama-cpp-python's server on a free port; yields its base URL, stops it after."""
-    pytest.importorskip("llama_cpp", reason="the 'local' extra is not installed")
-    for module in ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip("llama-cpp-python's server extra is not installed (the 'dev' extra has it)")
-    try:
-        gguf = resolve_gguf("smollm2-135m")
-    except ConfigError as exc:
-        pytest.skip(str(exc))
-    port = _free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
-               "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
-               "--n_ctx", "1024", *options]  # fmt: skip
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            _wait_ready(f"http://127.0.0.1:{port}/v1/models", process, log)
-            yield f"http://127.0.0.1:{port}/v1"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     """The server with the GGUF's own chat template."""
-    yield from _serve()
+    with llama_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def function_calling_server() -> Iterator[str]:
-    yield from _serve("--chat_format", "chatml-function-calling")
+    with llama_server("--chat_format", "chatml-function-calling") as url:
+        yield url
 
 
 def model_at(base_url: str, transport: str = "http", retry: RetryPolicy = ONCE, **options: Any):
@@ -238,7 +180,7 @@ async def test_a_named_tool_call_round_trip_reaches_the_model(server, transport)
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_prompt_over_the_context_window_is_rejected_once(server, transport):
     model = model_at(server, transport, retry=RetryPolicy(attempts=3, initial_wait=0))
-    with pytest.raises(RequestRejected) as raised:
+    with pytest.raises(ContextTooLong) as raised:
         await model.chat("word " * 1200, max_tokens=8)
     error = raised.value
     assert error.status == 400 and error.attempts == 1  # not retried
@@ -316,10 +258,10 @@ async def test_litellm_passes_tools_schema_and_logprobs_through(litellm_at):
 
 async def test_litellm_errors_are_typed_and_one_line(litellm_at, monkeypatch):
     model = litellm_at()
-    with pytest.raises(RequestRejected) as raised:
+    with pytest.raises(ContextTooLong) as raised:
         await model.chat("word " * 1200, max_tokens=8)
     assert raised.value.status == 400 and "maximum context length" in str(raised.value)
     assert "\n" not in str(raised.value)
-    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{_free_port()}/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")
     with pytest.raises(LLMConnectionError):
         await model.chat("hello", max_tokens=2)

@@ -18,6 +18,7 @@ from helpers import PUT, TAKE, Shelf, agent_of, prompts_of
 from maslab.core.context import Budget
 from maslab.core.method import get_method
 from maslab.core.task import Task
+from maslab.kit.plans import WHOLE_REQUEST
 from maslab.llm.scripted import Reply, ScriptedModel
 from maslab.llm.types import ChatRequest, FunctionCall
 
@@ -79,6 +80,20 @@ async def test_default_config_calls_per_turn(native):
     assert turn["plans"][-1] == [["put 1 under a", "check"], ["put 1 under a"]]
 
 
+async def test_planners_and_the_judge_read_the_functions_once_a_list():
+    task = Task(id="e3", question="Put 1 under a.", turns=("Now take a.", "And again."))
+    plans = {"planner_1": plan("put 1 under a"), "planner_2": plan("put 1 under a")}
+    model = ScriptedModel(respond(True, plans), native=["tools"])
+    await PlanDebate(rounds=0).arun(task, model, environment=Shelf())
+    for agent in ("planner_1", "planner_2", "judge"):
+        first, added, unchanged = (
+            r.messages[-1]["content"] for r in model.requests if agent_of(r) == agent
+        )
+        assert first.startswith("Functions:\n- put") and "clear" not in first
+        assert "- clear: Take everything off the shelf." in added  # the list changed at turn 1
+        assert "Functions:" not in unchanged  # read already, in the agent's history
+
+
 @PATHS
 async def test_three_planners_two_rounds(native):
     plans = {f"planner_{i}": plan(f"step of {i}") for i in (1, 2, 3)}
@@ -128,7 +143,7 @@ async def test_unreadable_plans_fall_back():
     model = ScriptedModel(respond(True, plans), native=["tools"])
     outcome = await PlanDebate().arun(ONE_TURN, model, environment=Shelf())
     turn = outcome.solution.metadata["turns"][0]
-    assert turn["plans"][0][0] == ["Put 1 under a."]  # the first plan: the request
+    assert turn["plans"][0][0] == [WHOLE_REQUEST]  # the first plan: the whole request
     assert turn["plan_fallbacks"] == [[True, False], [True, False]]
 
 

@@ -27,6 +27,7 @@ from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.kit.plans import WHOLE_REQUEST
 from maslab.llm.scripted import Reply, ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.planner_executor import Plan
@@ -85,9 +86,11 @@ async def test_an_episode_is_one_plan_and_one_reply_per_step_at_each_turn(native
     assert [t["plan"] for t in turns] == PLANS
     assert [s["observation"] for s in turns[1]["steps"]] == ["1", "error: nothing under 'a'"]
     planner = [r for r in model.requests if agent_of(r) == "planner"]
-    assert "- clear: Take everything off the shelf." in last_user_message(planner[2])
-    assert "clear" not in last_user_message(planner[0])
-    assert "You have more functions now" in last_user_message(planner[2])
+    first, added, unchanged = (last_user_message(r) for r in planner)
+    assert first.startswith("Functions:\n- put") and "clear" not in first
+    assert "- clear: Take everything off the shelf." in added  # the list changed: listed again
+    assert "Functions:" not in unchanged  # the planner has read this list: not again
+    assert "You have more functions now" in unchanged
     assert all(last_user_message(r).endswith(Plan.instructions()) for r in planner)
     actions = [r for r in model.requests if agent_of(r) == "action"]
     # one history through steps and turns: the second step of turn 1 sees the first's result
@@ -218,8 +221,9 @@ async def test_an_unparseable_plan_falls_back_to_one_step_the_whole_request():
     solution = await PlannerExecutor().solve(TASK, Context(model))
     assert len(model.calls) == 2 and solution.answer == "42"
     [turn] = solution.metadata["turns"]
-    assert turn["fallback"] is True and turn["plan"] == [TASK.prompt()]
-    assert f"Step 1 of 1: {TASK.prompt()}" in last_user_message(model.requests[1])
+    assert turn["fallback"] is True and turn["plan"] == [WHOLE_REQUEST]
+    step = last_user_message(model.requests[1])
+    assert f"Request:\n{TASK.prompt()}" in step and f"Step 1 of 1: {WHOLE_REQUEST}" in step
 
 
 async def test_the_function_set_is_configurable():

@@ -183,6 +183,19 @@ def test_the_summary_names_the_causes_of_errors(tmp_path, capsys):
     assert "errors: 2 × RequestRejected:" in printed and "HTTP 400" in printed
 
 
+def test_a_prompt_over_the_context_window_stops_the_sample_not_the_run(tmp_path, capsys):
+    with FakeOpenAIServer(["The answer is 14."], schedule=["context_length"] * 200) as server:
+        code = main(["run", "--method", "vanilla", "--benchmark", "gsm8k", "--data", str(GSM8K),
+                     "--model", f"openai:fake@{server.base_url}", "--limit", "2",
+                     "--out", str(tmp_path / "run"), "--no-cache", "--quiet"])  # fmt: skip
+        assert server.fault_counts == {"context_length": 2}  # not retried
+    printed = capsys.readouterr().out
+    assert code == 0 and "0 errors, 2 stopped by budget" in printed
+    records = lines(tmp_path / "run" / "results.jsonl")
+    assert all(r["status"] == "budget" and r["score"]["correct"] is False for r in records)
+    assert all(r["metadata"]["budget"].startswith("context window full: ") for r in records)
+
+
 def test_an_evaluator_failure_is_that_samples_error_not_the_runs(tmp_path, monkeypatch):
     from maslab.evaluators.numeric import NumericEvaluator
 
