@@ -25,9 +25,9 @@ METHODS = Path(__file__).resolve().parents[2] / "methods"
 
 DECLARED = {
     "agentverse", "autogen", "camel", "chatdev", "collab_pair", "conductor", "dag_pipeline",
-    "exchange_of_thought", "free_discussion", "llm_debate", "mad", "mapcoder", "mars2_search",
-    "mas_gpt", "mav", "mixture_of_agents", "plan_debate", "reflexion", "relay", "self_org_team",
-    "self_refine", "step_verifier",
+    "exchange_of_thought", "free_discussion", "llm_debate", "macm", "mad", "mapcoder",
+    "mars2_search", "mas_gpt", "mav", "metagpt", "mixture_of_agents", "plan_debate", "reflexion",
+    "relay", "self_org_team", "self_refine", "step_verifier",
 }  # fmt: skip
 """The methods whose topology, with the default config, is fixed before any call."""
 
