@@ -1,5 +1,5 @@
-"""The ``maslab`` command: run, sweep, merge, report, show, triage, view, compare, agreement,
-export, list, data, cache.
+"""The ``maslab`` command: run, sweep, merge, report, show, triage, attribute, view, compare,
+agreement, export, list, data, cache.
 
 Every failure is one line on stderr. Exit status: 2 for a user mistake (a bad option, name,
 file or value), 1 for samples that errored or a file system failure (disk full, permissions),
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
 
-from maslab.cli import catalogue, export, reading, run, sweep, triage, view
+from maslab.cli import attribution, catalogue, export, reading, run, sweep, triage, view
 from maslab.cli.console import Parser, RunStopped, Terminated
 from maslab.errors import MaslabError, RunFailed
 from maslab.plugins import import_module
@@ -29,7 +29,7 @@ from maslab.secrets import redact
 def build_parser() -> Parser:
     parser = Parser(prog="maslab", description=" ".join(__doc__.split("\n\n")[0].split()))
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (run, sweep, reading, triage, view, export, catalogue):
+    for commands in (run, sweep, reading, triage, attribution, view, export, catalogue):
         commands.add_commands(sub)
     return parser
 

@@ -44,6 +44,7 @@ class Agent:
         self.ctx = ctx
         self.name = name
         self.role = role or name
+        ctx.roles[name] = self.role
         settings = agent_settings(ctx.model_roles, name, role, {"model": model, **sampling})
         self.model = ctx.resolve(settings.pop("model"))
         self.sampling = settings

@@ -179,6 +179,7 @@ class Context:
         self.environment = environment
         self.turn = 0  # the episode's current turn (0-based): the turn of each call recorded
         self.tool_calls: list[ToolRecord] = []  # every call on the environment, in order
+        self.roles: dict[str, str] = {}  # each agent's role, by name (ctx.agent records it)
         self._ended = False
         self._draws: Counter[tuple[str, str]] = Counter()
         self._inflight: set[asyncio.Future[Completion]] = set()

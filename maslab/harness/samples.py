@@ -90,7 +90,7 @@ def trace(
     failed (:mod:`maslab.kit.bridge`), its transcript and the topology it ran on; given the
     ``task``, also the answer extracted from each message as its answer type extracts (None
     where there is none), which :mod:`maslab.analysis.trajectory` reads; any calls on its
-    environment, each result cut to :data:`TOOL_RESULT_CHARS`."""
+    environment, each result cut to :data:`TOOL_RESULT_CHARS`; each agent's role."""
     line: dict[str, Any] = {
         "task_id": task_id,
         "repeat": repeat,
@@ -103,6 +103,8 @@ def trace(
     }
     if task is not None:
         line["answers"] = [answer_key(task, m.content) for m in ctx.transcript]
+    if ctx.roles:
+        line["roles"] = ctx.roles
     if ctx.tool_calls:
         line["tools"] = [
             {**vars(call), "result": _clip(call.result, TOOL_RESULT_CHARS)}  # a shallow copy

@@ -1,5 +1,6 @@
 """One self-contained HTML page over run directories: leaderboard, plots, each run's figures,
-triage (:mod:`maslab.report.triage`) and per-task drill-down.
+triage (:mod:`maslab.report.triage`), failure attribution (:mod:`maslab.report.attribution_html`)
+and per-task drill-down.
 
 Styles are inline, the plots (:mod:`maslab.report.plots`) are base64 PNGs and topologies are
 inline SVG, so the page loads nothing from the network; it holds no script. Every string that
@@ -22,7 +23,7 @@ import orjson
 from maslab.analysis import trajectory
 from maslab.analysis.stats import Summary, summarize
 from maslab.core.roles import describe_model_roles
-from maslab.report import tools_html
+from maslab.report import attribution_html, tools_html
 from maslab.report import triage as report_triage
 from maslab.report.call_html import call_html
 from maslab.report.figures import AgentShare, RoundFigures, TraceFigures, trace_figures
@@ -30,7 +31,14 @@ from maslab.report.plots import colour, convergence, cost_accuracy, glyph, pass_
 from maslab.report.topology_svg import topology_svg
 from maslab.report.triage import Triage
 from maslab.secrets import redact
-from maslab.store.records import ChatTurn, Trace, TraceCall, TraceMessage, TraceTool
+from maslab.store.records import (
+    AttributionRecord,
+    ChatTurn,
+    Trace,
+    TraceCall,
+    TraceMessage,
+    TraceTool,
+)
 from maslab.store.run_store import Manifest, ResultRecord, RunStore, partial_file
 
 Prices = Mapping[str, tuple[float, float]]
@@ -83,6 +91,7 @@ class _Run:
     summary: Summary
     figures: TraceFigures
     triage: Triage
+    attributions: list[AttributionRecord]
     number: int = 0
     """Its row in the leaderboard, and its mark in the plots."""
     label: str = ""
@@ -97,7 +106,8 @@ def _load(directory: str | Path, anchor: str) -> _Run:
     summary = summarize(records, superseded=superseded, optimization=store.optimizations())
     figures = trace_figures(store, records)
     triage = report_triage.triage(records, figures.signals)
-    return _Run(store, anchor, store.manifest(), records, summary, figures, triage)
+    attributions = store.attributions()
+    return _Run(store, anchor, store.manifest(), records, summary, figures, triage, attributions)
 
 
 def _short_model(spec: str) -> str:
@@ -359,7 +369,8 @@ def _record(record: ResultRecord, trace: Trace, run: _Run, target: str) -> str:
     parts = [
         "<dl>"
         + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in facts.items() if v is not None)
-        + "</dl>"
+        + "</dl>",
+        attribution_html.sample_lines([a for a in run.attributions if a.key[:2] == record.key]),
     ]
     if trace.prompt is not None:
         parts.append(f"<h4>Prompt</h4><pre>{escape(trace.prompt)}</pre>")
@@ -425,6 +436,8 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
     ]
     if optimization := s.describe_optimization():
         about.append(optimization)
+    if attributed := attribution_html.spend(run.attributions):
+        about.append(attributed)
     if by_model := s.describe_models(prices):
         about.append(f"per sample by model: {by_model}")
     if repeats := s.describe_repeats():
@@ -446,6 +459,7 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
     targets = {r.key: f"{run.anchor}-sample-{i}" for i, r in enumerate(records)}
     if run.records:
         yield report_triage.part(run.triage, targets)
+        yield attribution_html.part(run.attributions)
     if records:
         order = "in task order"
         if run.triage.ranked:

@@ -66,6 +66,8 @@ SUPERSEDED = "superseded.jsonl"
 # the method learned
 OPTIMIZATION, OPTIMIZATION_TRACES = "optimize.jsonl", "optimize_traces.jsonl"
 LEARNED_STATE = "learned_state.json"
+ATTRIBUTIONS = "attributions.jsonl"
+"""Failure attribution (``maslab attribute``): one line per failed sample, strategy and judge."""
 
 Status = Literal["ok", "budget", "error"]
 Key = tuple[str, int]
@@ -261,18 +263,19 @@ class TopologyGraph(_Part):
 
 class Trace(_Part):
     """One sample's trace line (written by :func:`maslab.harness.samples.trace`): its prompt,
-    every model call, the transcript's messages, the topology it ran on and the answer
-    extracted from each message.
+        every model call, the transcript's messages, the topology it ran on and the answer
+        extracted from each message.
 
-    ``answers`` holds, per message, the answer extracted the way the task's answer type
-    extracts (None where there is none); None when the trace does not record them (the
-    optimisation step's, and traces recorded before they were). ``program_calls_refused``
-    and ``program_calls_failed`` count the requests of the sample's sandboxed programs that
-    the bridge refused and their calls the model failed (:mod:`maslab.kit.bridge`; 0 before
-    they were recorded). ``tools`` lists the calls on the sample's environment, in the order
-    they ran (absent without one, and before they were recorded). ``task_id`` and ``repeat``
-    come first: the trace index reads them from a line's first bytes, and every line has them
-    (a line without them is no trace).
+        ``answers`` holds, per message, the answer extracted the way the task's answer type
+        extracts (None where there is none); None when the trace does not record them (the
+        optimisation step's, and traces recorded before they were). ``program_calls_refused``
+        and ``program_calls_failed`` count the requests of the sample's sandboxed programs that
+        the bridge refused and their calls the model failed (:mod:`maslab.kit.bridge`; 0 before
+        they were recorded). ``tools`` lists the calls on the sample's environment, in the order
+        they ran (absent without one, and before they were recorded); ``roles`` each agent's role.
+    ``task_id`` and ``repeat``
+        come first: the trace index reads them from a line's first bytes, and every line has them
+        (a line without them is no trace).
     """
 
     task_id: str
@@ -285,6 +288,9 @@ class Trace(_Part):
     topology: TopologyGraph | None = None
     answers: tuple[str | None, ...] | None = None
     tools: tuple[TraceTool, ...] = ()
+    roles: dict[str, str] = Field(default_factory=dict)
+    """Each agent's role (:class:`maslab.core.agents.Agent`), by agent name; empty in traces
+    from before it was recorded."""
 
     @property
     def key(self) -> Key:
@@ -438,6 +444,37 @@ class LearnedStateFile(BaseModel):
     state: Any
 
 
+# --- failure attribution -------------------------------------------------------------------
+
+
+class AttributionRecord(_Part):
+    """Which agent a judge holds responsible for a failed sample, and at which step
+    (:mod:`maslab.analysis.attribution`); one line of ``attributions.jsonl``.
+
+    ``step`` is the 0-based index of the decisive message in the sample's transcript, ``agent``
+    its sender and ``role`` that agent's role (None, all three, when the judge named none);
+    ``steps`` is the transcript's length. ``calls``, ``prompt_tokens`` and
+    ``completion_tokens`` are the judge's spend on the sample: analysis, never the run's."""
+
+    task_id: str
+    repeat: int
+    strategy: str
+    judge: str
+    agent: str | None = None
+    role: str | None = None
+    step: int | None = None
+    reason: str = ""
+    steps: int = 0
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def key(self) -> tuple[str, int, str, str]:
+        """The sample, strategy and judge: a later line for the same key replaces the earlier."""
+        return (self.task_id, self.repeat, self.strategy, self.judge)
+
+
 FILES: dict[str, type[BaseModel]] = {
     MANIFEST: Manifest,
     RESULTS: ResultRecord,
@@ -446,6 +483,7 @@ FILES: dict[str, type[BaseModel]] = {
     OPTIMIZATION: ResultRecord,
     OPTIMIZATION_TRACES: Trace,
     LEARNED_STATE: LearnedStateFile,
+    ATTRIBUTIONS: AttributionRecord,
 }
 """Each file of a run directory that holds records -> their type (one per line in a
 ``.jsonl``; ``traces.idx`` and ``.lock`` hold none)."""

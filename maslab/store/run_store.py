@@ -14,6 +14,9 @@ The manifest names the run's planned samples (``task_ids`` × ``repeats``); read
 reports exactly those, so a re-run with a smaller ``--limit`` or ``--repeats`` reports the
 subset it asked for while the older records stay on disk.
 
+``maslab attribute`` appends ``attributions.jsonl`` (:mod:`maslab.analysis.attribution`),
+holding the run's lock while it does.
+
 A run with an optimisation step (``--optimize-on``) also holds ``optimize.jsonl`` (one record
 per attempt at the step, its spend apart from the samples'), ``optimize_traces.jsonl`` (its
 calls) and ``learned_state.json`` (what the method learned, written atomically once the step
@@ -31,7 +34,7 @@ import fcntl
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -43,6 +46,7 @@ from maslab.errors import ConfigError
 from maslab.secrets import redact_bytes
 from maslab.store import trace_index
 from maslab.store.records import (
+    ATTRIBUTIONS,
     CACHED_KEYS,
     FORMAT_VERSION,
     LEARNED_STATE,
@@ -54,6 +58,7 @@ from maslab.store.records import (
     SPENT_KEYS,
     SUPERSEDED,
     TRACES,
+    AttributionRecord,
     FormatTooNew,
     Key,
     LearnedStateFile,
@@ -65,10 +70,10 @@ from maslab.store.records import (
 )
 
 __all__ = [  # the run format's names, defined in maslab.store.records, are read from here too
-    "CACHED_KEYS", "FORMAT_VERSION", "LEARNED_STATE", "LOCK", "MANIFEST", "OPTIMIZATION",
-    "OPTIMIZATION_TRACES", "RESULTS", "SPENT_KEYS", "SUPERSEDED", "TRACES", "FormatTooNew", "Key",
-    "Manifest", "ResultRecord", "RunLocked", "RunStore", "Status", "Trace", "existing_run",
-    "partial_file", "write_atomically",
+    "ATTRIBUTIONS", "CACHED_KEYS", "FORMAT_VERSION", "LEARNED_STATE", "LOCK", "MANIFEST",
+    "OPTIMIZATION", "OPTIMIZATION_TRACES", "RESULTS", "SPENT_KEYS", "SUPERSEDED", "TRACES",
+    "AttributionRecord", "FormatTooNew", "Key", "Manifest", "ResultRecord", "RunLocked",
+    "RunStore", "Status", "Trace", "existing_run", "partial_file", "write_atomically",
 ]  # fmt: skip
 
 log = logging.getLogger(__name__)
@@ -300,6 +305,32 @@ class RunStore:
         except TypeError as exc:
             raise ConfigError(f"the method's learned state is not JSON: {exc}") from None
         write_atomically(self.dir / LEARNED_STATE, data)
+
+    def attributions(self) -> list[AttributionRecord]:
+        """The latest attribution of each sample by each strategy and judge
+        (``attributions.jsonl``; none before ``maslab attribute`` ran)."""
+        path, latest = self.dir / ATTRIBUTIONS, {}
+        for number, row in _read_lines(path):
+            try:
+                record = AttributionRecord.model_validate(row)
+            except ValidationError:
+                _skip(path, number, "not an attribution record")
+                continue
+            latest[record.key] = record
+        return list(latest.values())
+
+    @contextmanager
+    def attributing(self) -> Iterator[Callable[[AttributionRecord], None]]:
+        """An appender of attributions, each line written whole, while this store holds the
+        run's lock (a run cannot write the directory meanwhile, nor another attribution)."""
+        self._take_lock()
+        try:
+            path = self.dir / ATTRIBUTIONS
+            _cut_torn_tail(path)
+            with path.open("ab") as f:
+                yield lambda record: _append_whole(f, _line(record.model_dump(mode="json")))
+        finally:
+            self.close()
 
     def traces(self, task_id: str | None = None) -> Iterator[Trace]:
         """The latest trace of each (task, repeat), or of ``task_id``'s only, in the order

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 from maslab.analysis.stats import Summary
 from maslab.analysis.trajectory import has_answers, round_answers, vote_tally
 from maslab.core.roles import describe_model_roles
-from maslab.report import tools_html
+from maslab.report import attribution_html, tools_html
 from maslab.report.call_html import call_html
 from maslab.store.records import ResultRecord, Trace, TraceMessage, TraceTool
 from maslab.viewer.filters import PAGE_SIZE, Filters
@@ -293,8 +293,8 @@ def transcript(
     back: str,
     descriptions: Mapping[str, str],
 ) -> str:
-    """One sample: its verdict and figures, prompt, messages by round, answers and calls;
-    ``back`` is the sample list's query string."""
+    """One sample: its verdict and figures, who its failure is attributed to, prompt, messages by
+    round, answers and calls; ``back`` is the sample list's query string."""
     kind = outcome(record)
     facts = {
         "Run": f"{run.number}: {run.path} · {run.manifest.method} · {_model(run)}",
@@ -323,6 +323,9 @@ def transcript(
             else ""
         )
         + "</dl>",
+        attribution_html.sample_lines(
+            [a for a in run.store.attributions() if a.key[:2] == record.key]
+        ),
     ]
     if trace is None:
         parts.append('<p class="muted">This sample has no transcript.</p>')

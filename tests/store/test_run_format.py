@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 import maslab
+from maslab.analysis.attribution import failed
 from maslab.bench.benchmark import _BENCHMARKS, register_benchmark
 from maslab.benchmarks.arith import Arith
 from maslab.cli import main
@@ -35,6 +36,7 @@ from maslab.llm.types import ChatRequest, FunctionCall
 from maslab.report import build_report
 from maslab.report.show import show_task
 from maslab.store.records import (
+    ATTRIBUTIONS,
     FILES,
     FORMAT_VERSION,
     LEARNED_STATE,
@@ -259,10 +261,12 @@ def test_every_line_every_writer_writes_is_exactly_what_the_format_types(
     run = _evaluate(tmp_path / "run", optimize_on="dev", optimize_limit=2)
     assert (written.traces, written.records, written.dropped) == (4, 4, [])
     assert [r.status for r in run.records] == ["ok", "error", "ok"]
+    attributed = len(failed(run.records))
+    assert attributed and main(["attribute", str(run.dir), "--judge-model", "probe:judge"]) == 0
     checked = assert_run_conforms(run.dir)
     assert checked == {
         LEARNED_STATE: 1, MANIFEST: 1, "optimize.jsonl": 1, "optimize_traces.jsonl": 1,
-        "results.jsonl": 3, TRACES: 3,
+        "results.jsonl": 3, TRACES: 3, ATTRIBUTIONS: attributed,
     }  # fmt: skip
     assert run.manifest.format_version == FORMAT_VERSION
 
@@ -274,6 +278,7 @@ def test_every_line_every_writer_writes_is_exactly_what_the_format_types(
     turns = [turn for call in trace.calls for turn in call.messages]
     assert any(t.tool_calls for t in turns) and any(t.tool_call_id and t.name for t in turns)
     assert trace.topology is not None and trace.topology.edges
+    assert trace.roles == {"a": "a", "b": "b"}  # c calls without an agent
     assert [m.kind for m in trace.messages] == ["message", "observation", "message", "message"]
     assert trace.messages[0].recipients == ("b",) and trace.messages[2].metadata == {"via": "tool"}
     assert trace.answers is not None and len(trace.answers) == len(trace.messages)
