@@ -62,7 +62,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
@@ -233,6 +233,7 @@ class MultiAgentVerification(Method):
     )
 
     class Config(MethodConfig):
+        presets: ClassVar[Mapping[str, Mapping[str, Any]]] = PRESETS
         preset: Literal["maslab"] | None = None
         """Another protocol's values (``PRESETS``) for the settings left at their defaults."""
         n: int = Field(16, ge=1)
@@ -243,22 +244,6 @@ class MultiAgentVerification(Method):
         verifier_temperature: float | None = Field(None, ge=0)
         """The verifiers' sampling temperature; None: the run's."""
         tie_break: Literal["first", "majority"] = "first"
-
-        @model_validator(mode="before")
-        @classmethod
-        def _preset(cls, data: Any) -> Any:
-            """The preset's values where a setting is absent or at its default: the command
-            line passes every default along with ``--config`` (``preset=maslab n=4``: n = 4)."""
-            name = data.get("preset") if isinstance(data, Mapping) else None
-            if not isinstance(name, str) or name not in PRESETS:
-                return data
-
-            def at_default(key: str) -> bool:
-                default = cls.model_fields[key].default
-                value = data.get(key, default)
-                return (tuple(value) if isinstance(value, list) else value) == default
-
-            return {**data, **{k: v for k, v in PRESETS[name].items() if at_default(k)}}
 
         @field_validator("aspects")
         @classmethod

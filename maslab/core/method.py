@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, final
 
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError, model_validator
 
 from maslab.config_files import validation_message
 from maslab.core.context import Context
@@ -34,7 +34,30 @@ _RELEARN = "delete it to optimise again"  # the fix for a saved learned state th
 
 class MethodConfig(PluginConfig):
     """Base of every method's configuration, a :class:`~maslab.plugin_config.PluginConfig`:
-    unknown keys are errors, not silently ignored."""
+    unknown keys are errors, not silently ignored.
+
+    A config may carry :attr:`presets`, other implementations' protocols by name (MASLab's:
+    ``maslab``), and a ``preset`` field naming them (``preset: Literal["maslab"] | None =
+    None``): ``preset=maslab`` sets the preset's values for the settings left at their
+    defaults (the command line passes every default along with ``--config``, so
+    ``preset=maslab n=4`` keeps n = 4)."""
+
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    """Preset name -> the settings it sets."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        name = data.get("preset") if isinstance(data, Mapping) else None
+        if not isinstance(name, str) or name not in cls.presets:
+            return data
+
+        def at_default(key: str) -> bool:
+            default = cls.model_fields[key].get_default(call_default_factory=True)
+            value = data.get(key, default)
+            return (tuple(value) if isinstance(value, list) else value) == default
+
+        return {**data, **{k: v for k, v in cls.presets[name].items() if at_default(k)}}
 
 
 class MethodState(BaseModel):

@@ -25,7 +25,7 @@ METHODS = Path(__file__).resolve().parents[2] / "methods"
 
 DECLARED = {
     "agentverse", "autogen", "camel", "chatdev", "collab_pair", "conductor", "dag_pipeline",
-    "exchange_of_thought", "free_discussion", "llm_debate", "macm", "mad", "mapcoder",
+    "evoagent", "exchange_of_thought", "free_discussion", "llm_debate", "macm", "mad", "mapcoder",
     "mars2_search", "mas_gpt", "mav", "metagpt", "mixture_of_agents", "plan_debate", "reflexion",
     "relay", "self_org_team", "self_refine", "step_verifier",
 }  # fmt: skip
