@@ -6,6 +6,18 @@ INCORRECT scores wrong ("unclear verdict: ..."); judge failures (:class:`LLMErro
 the runner records the sample as an error to retry, never as a silent score. A judge model that
 supports structured output is held to the :class:`Verdict` reply
 (``{"verdict": "CORRECT" | "INCORRECT"}``), which reads the same way.
+
+``mode="xverify"`` asks the judge as an xVerify verifier expects (Chen et al., "xVerify:
+Efficient Answer Verifier for Reasoning Model Evaluations", arXiv 2504.10481), the protocol
+MASLab scores with: one call per answer, one user turn (no system turn, so the served model's
+chat template adds the default one it was fine-tuned under) holding an instruction and then the
+question, the whole response and the gold, in that order and labelled as xVerify's published
+template labels them (IAAR-Shanghai/xVerify ``src/xVerify/prompts/judge_prompt.py``, also
+MASLab's ``evaluations/evaluate_xverify.py``). The instruction is in our own words. xVerify
+finds the final answer in the response itself, so there is no extraction step; the reply is
+one word, Correct or Incorrect (:func:`parse_xverify_verdict`), and anything else scores as an
+unclear verdict does in the default mode. The call runs at temperature 0 (xVerify's own client
+uses 0.1, MASLab's 0.5).
 """
 
 from __future__ import annotations
@@ -58,6 +70,30 @@ Candidate answer: {candidate}
 Does the candidate answer match the reference answer? Reply with one word: CORRECT or INCORRECT."""
 
 
+_XVERIFY_PROMPT = """You grade a response to a question against the question's correct answer. \
+You are given the question, the response (the output sentence) and the correct answer. Reply \
+with one word: Correct if the response answers the question with the correct answer, \
+Incorrect if it does not.
+
+How to grade:
+1. If the response gives more than one answer, grade the one it settles on last; a final \
+answer that is missing or unclear is Incorrect.
+2. In mathematics, an answer written in another form but equal in value is Correct.
+3. If the question lists options, naming the right option by its label or by its text is \
+Correct.
+4. If the question lists no options, the response must say what the correct answer says, in \
+meaning.
+
+Question: \"\"\"{question}\"\"\"
+
+Output sentence: \"\"\"{response}\"\"\"
+
+Correct answer: {gold}
+
+Judgement:
+"""
+
+
 class Verdict(Reply):
     """The comparison's reply where the judge model supports structured output (in text, the
     verdict word alone)."""
@@ -93,12 +129,29 @@ def parse_verdict(reply: str) -> bool | None:
     return None
 
 
+_XVERIFY_VERDICT = re.compile(r"\W*(correct|incorrect)\W*", re.IGNORECASE)
+
+
+def parse_xverify_verdict(reply: str) -> bool | None:
+    """True/False for an xVerify reply that is the one word Correct/Incorrect (any case, with
+    markup or punctuation around it: "[Correct]", "**incorrect**."), None for anything else."""
+    match = _XVERIFY_VERDICT.fullmatch(reply)
+    return None if match is None else match.group(1).lower() == "correct"
+
+
 @register_evaluator("llm_judge")
 class LLMJudgeEvaluator(Evaluator):
-    """Two-step LLM judge at temperature 0: extract the final answer, then compare with gold."""
+    """LLM judge at temperature 0: extract the final answer, then compare with gold; or, in
+    ``xverify`` mode, one xVerify-style call on the whole response."""
 
     class Config(PluginConfig):
         judge: str = Field(description="the judge model's spec (openai:gpt-4o-mini)")
+        mode: Literal["default", "xverify"] = Field(
+            "default",
+            description="default: extract, then compare (two calls); xverify: one call in the "
+            "form an xVerify verifier model expects (question, response, gold), read as "
+            "Correct / Incorrect",
+        )
 
     config: Config
 
@@ -121,6 +174,8 @@ class LLMJudgeEvaluator(Evaluator):
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
         gold = gold_of(task)
         question = task.model_copy(update={"instruction": ""}).prompt()  # text and options
+        if self.config.mode == "xverify":
+            return await self._xverify(question, answer, gold, ctx)
         extracted = (
             await self.judge.ask(
                 _EXTRACT_SYSTEM,
@@ -140,6 +195,16 @@ class LLMJudgeEvaluator(Evaluator):
         if verdict is None:
             return Score.graded(False, extracted, gold, f"unclear verdict: {reply.strip()[:200]!r}")
         return Score.graded(verdict, extracted, gold)
+
+    async def _xverify(self, question: str, answer: str, gold: str, ctx: Context | None) -> Score:
+        """One call in xVerify's form; ``extracted`` is the response as judged (xVerify names
+        no extracted answer)."""
+        prompt = _XVERIFY_PROMPT.format(question=question, response=answer, gold=gold)
+        reply = await self.judge.ask(None, prompt, ctx)
+        verdict = parse_xverify_verdict(reply)
+        if verdict is None:
+            return Score.graded(False, answer, gold, f"unclear verdict: {reply.strip()[:200]!r}")
+        return Score.graded(verdict, answer, gold, "" if verdict else "xVerify: Incorrect")
 
     async def aclose(self) -> None:
         await self.judge.aclose()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import pkgutil
 import re
 from collections.abc import Callable
@@ -27,7 +28,9 @@ class Registry(Generic[C]):
 
     The bundled classes live in the modules of ``package``, each registering its own: a lookup
     imports the module of the name asked for (``maslab.methods.llm_debate`` for
-    ``llm_debate``), and a listing, or a name no module is called, imports them all. Installed
+    ``llm_debate``; a module of a family package too, ``maslab.methods.graph_designers.
+    agentprune`` for ``agentprune``), and a listing, or a name no module is called, imports
+    them all. Installed
     distributions add more through the entry-point group ``maslab.<kind>s`` (see
     :mod:`maslab.plugins`), loaded on the first lookup either way.
     """
@@ -61,12 +64,25 @@ class Registry(Generic[C]):
         if cls not in self._classes.values():
             self.register(name)(cls)
 
+    def _modules(self) -> dict[str, str]:
+        """Every bundled module by its last name: the package's own, and those of its family
+        packages (a package whose ``__init__`` registers nothing, several classes sharing its
+        code, each in a module named after it)."""
+        package = importlib.import_module(self.package)
+        found: dict[str, str] = {}
+        for module in pkgutil.iter_modules(package.__path__):
+            found[module.name] = f"{self.package}.{module.name}"
+            if module.ispkg:
+                inner = importlib.util.find_spec(found[module.name])
+                for sub in pkgutil.iter_modules(inner.submodule_search_locations if inner else []):
+                    found.setdefault(sub.name, f"{found[module.name]}.{sub.name}")
+        return found
+
     def _discover(self) -> None:
         """Import every bundled module and load the plugins."""
         if not self._discovered:
-            package = importlib.import_module(self.package)
-            for module in pkgutil.iter_modules(package.__path__):
-                importlib.import_module(f"{self.package}.{module.name}")
+            for module in self._modules().values():
+                importlib.import_module(module)
             self._discovered = True
         self._plugins.load()
 
@@ -79,9 +95,9 @@ class Registry(Generic[C]):
     def _import_bundled(self, name: str) -> None:
         """Import the bundled module named ``name``, if there is one and it is not yet in."""
         if re.fullmatch(r"[a-z_][a-z0-9_]*", name) and name not in self._classes:
-            package = importlib.import_module(self.package)
-            if any(m.name == name for m in pkgutil.iter_modules(package.__path__)):
-                importlib.import_module(f"{self.package}.{name}")
+            module = self._modules().get(name)
+            if module is not None:
+                importlib.import_module(module)
 
     def names(self) -> list[str]:
         self._discover()

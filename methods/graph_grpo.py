@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any, Final, Literal
@@ -81,6 +80,7 @@ from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.kit.aggregation import llm_aggregate, propose_vote
+from maslab.kit.features import QUERY_FEATURES, query_features
 from maslab.kit.learning import EdgePolicy, EdgePolicyState, EdgeStep, edge_credit, policy_rng
 
 AGENT = "agent"
@@ -113,26 +113,6 @@ Role = Literal[
 DEFAULT_ROLES: tuple[Role, ...] = (
     "Math Solver", "Mathematical Analyst", "Programming Expert", "Inspector",
 )  # fmt: skip
-
-FEATURES = ("short", "long", "numbers", "code", "choice")
-"""The query features the edge logits are linear in (see :func:`query_features`)."""
-SHORT, LONG = 200, 600  # question length buckets, in characters
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-CODE_WORDS = re.compile(r"\bdef |\breturn\b|```|\bfunction\b|\bpython\b", re.IGNORECASE)
-
-
-def query_features(task: Task) -> tuple[float, ...]:
-    """The query's cheap features, in :data:`FEATURES` order: question shorter than 200
-    characters, longer than 600 (flags), how many numbers it holds (/ 10, at most 1), a code
-    flag (code task or code words), a multiple-choice flag."""
-    text = task.question
-    return (
-        float(len(text) < SHORT),
-        float(len(text) > LONG),
-        min(len(NUMBER.findall(text)) / 10, 1.0),
-        float(task.answer_type == "code" or bool(CODE_WORDS.search(text))),
-        float(task.answer_type == "choice" or bool(task.choices)),
-    )
 
 
 def system_prompt(role: str) -> str:
@@ -211,7 +191,7 @@ class GraphGRPO(Method):
         names = self.agent_names()
         edges = list(combinations(names, 2))
         p = self.config.initial_probability
-        policy = EdgePolicy(edges, [math.log(p / (1 - p))] * len(edges), len(FEATURES))
+        policy = EdgePolicy(edges, [math.log(p / (1 - p))] * len(edges), len(QUERY_FEATURES))
         policy.nodes = list(names)
         return policy
 
@@ -229,7 +209,7 @@ class GraphGRPO(Method):
                     f"{u}->{v}": round(float(p), 4)
                     for (u, v), p in zip(self.policy.edges, probabilities, strict=True)
                 },
-                "features": dict(zip(FEATURES, x, strict=True)),
+                "features": dict(zip(QUERY_FEATURES, x, strict=True)),
                 "trained": self.groups is not None,
             },
         )

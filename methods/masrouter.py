@@ -11,8 +11,9 @@ reaches the agents (``agent_1`` .. ``agent_N``, ``decider``): the router gives e
 
 Algorithm (per query):
 
-1. Query features (:func:`query_features`): length buckets, digit ratio, options present, code
-   markers and ``hash_features`` hashed word counts; no model, no download.
+1. Query features (:func:`maslab.kit.features.query_features`): length flags, how many
+   numbers, a code flag, a multiple-choice flag and ``hash_features`` hashed word shares; no
+   model, no download.
 2. The cascaded controller, four softmax policies (:class:`maslab.kit.learning.ChoicePolicy`)
    whose logits are linear in the features, each stage also reading the choices before it:
    a. the collaboration-mode determiner picks T from ``modes`` (query features);
@@ -81,8 +82,6 @@ Deviations:
 from __future__ import annotations
 
 import asyncio
-import re
-import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -102,6 +101,7 @@ from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
 from maslab.errors import ConfigError
 from maslab.kit.aggregation import majority_decision, propose_vote
+from maslab.kit.features import QUERY_FEATURES, query_features
 from maslab.kit.layers import run_layers
 from maslab.kit.learning import (
     ChoicePolicy,
@@ -113,7 +113,7 @@ from maslab.kit.learning import (
 from maslab.kit.prompts import debate_prompt
 from maslab.llm.types import ChatModel
 
-__all__ = ["MasRouter", "query_features"]
+__all__ = ["MasRouter"]
 
 AGENT, DECIDER, LLM = "agent", "decider", "llm"
 STATE_FORMAT: Final = "masrouter/1"
@@ -175,32 +175,6 @@ ROLES: tuple[Role, ...] = (
     "Math Solver", "Mathematical Analyst", "Programming Expert", "Inspector",
     "Algorithm Designer", "Test Analyst", "Knowledge Expert", "Critic",
 )  # fmt: skip
-
-SHORT, LONG = 200, 600  # question length buckets, in characters
-WORD = re.compile(r"[a-z]+")
-CODE_MARKERS = re.compile(r"```|\bdef |\breturn\b|\bfunction\b|\bpython\b", re.IGNORECASE)
-BASE_FEATURES = ("short", "long", "digits", "options", "code")
-
-
-def query_features(task: Task, buckets: int) -> tuple[float, ...]:
-    """The query's cheap features: the question shorter than 200 characters, longer than 600
-    (flags), its digit ratio (×10, at most 1), options present, code markers (flags), then
-    ``buckets`` hashed word counts (CRC-32 of each lower-case word, as shares of its words)."""
-    text = task.question
-    words = WORD.findall(text.lower())
-    hashed = [0.0] * buckets
-    if buckets:
-        for word in words:
-            hashed[zlib.crc32(word.encode()) % buckets] += 1
-    digits = sum(c.isdigit() for c in text)
-    return (
-        float(len(text) < SHORT),
-        float(len(text) > LONG),
-        min(10 * digits / max(len(text), 1), 1.0),
-        float(task.answer_type == "choice" or bool(task.choices)),
-        float(task.answer_type == "code" or bool(CODE_MARKERS.search(text))),
-        *(h / max(len(words), 1) for h in hashed),
-    )
 
 
 def one_hot(index: int, size: int) -> tuple[float, ...]:
@@ -370,7 +344,7 @@ class MasRouter(Method):
     def widths(self) -> dict[str, int]:
         """The features each stage reads: the query's, then the earlier choices'."""
         cfg = self.config
-        query = len(BASE_FEATURES) + cfg.hash_features
+        query = len(QUERY_FEATURES) + cfg.hash_features
         modes, roles = len(cfg.modes), len(cfg.agent_roles)
         both = query + modes + roles
         return {"mode": query, "agents": query + modes, "role": both, LLM: both}

@@ -193,13 +193,15 @@ class Judge:
         self.model = judge
         self.agent = agent
 
-    async def ask(self, system: str, user: str, ctx: Context | None = None, **params: Any) -> str:
+    async def ask(
+        self, system: str | None, user: str, ctx: Context | None = None, **params: Any
+    ) -> str:
         """The judge's reply; through ``ctx`` (a scoring call of its sample) when given.
+        ``system`` None sends no system turn (the served model's template adds its own).
         ``params`` go to the call (e.g. a ``response_format``)."""
-        messages: list[ChatMessage] = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user},
-        ]
+        messages: list[ChatMessage] = [{"role": "user", "content": user}]
+        if system is not None:
+            messages.insert(0, {"role": "system", "content": system})
         if ctx is None:
             return (await self.model.chat(messages, temperature=JUDGE_TEMPERATURE, **params)).text
         completion = await ctx.chat(

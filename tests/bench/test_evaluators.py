@@ -13,12 +13,19 @@ from math_hooks import MEET_S, meeting_check
 
 from maslab.analysis.agreement import Agreement, compare_evaluators, format_agreement
 from maslab.bench.evaluation import Evaluator, Score, Scorer, get_evaluator, list_evaluators
+from maslab.core.context import Context
 from maslab.core.task import Task
 from maslab.errors import ConfigError, LLMError
 from maslab.evaluators import math as math_evaluators
-from maslab.evaluators.llm_judge import NO_ANSWER, LLMJudgeEvaluator, parse_verdict
+from maslab.evaluators.llm_judge import (
+    NO_ANSWER,
+    LLMJudgeEvaluator,
+    parse_verdict,
+    parse_xverify_verdict,
+)
 from maslab.evaluators.math import MathEvaluator
 from maslab.llm.scripted import ScriptedModel
+from maslab.llm.types import ChatRequest
 
 CORRECT, WRONG, UNPARSED = "correct", "wrong", "unparsed"
 
@@ -420,6 +427,123 @@ async def test_judge_from_a_spec():
     score = await evaluator.score(JUDGE_TASK, RESPONSE)  # echoes the prompt: no clear verdict
     assert verdict(score) == WRONG and score.explanation.startswith("unclear verdict:")
     await evaluator.aclose()
+
+
+# --- llm_judge, xverify mode ------------------------------------------------------------------
+
+XVERIFY_FIELDS = re.compile(
+    r'\n\nQuestion: """(.*)"""\n\nOutput sentence: """(.*)"""\n\nCorrect answer: (.*)\n\n'
+    r"Judgement:\n\Z",
+    re.DOTALL,
+)
+
+
+def xverify(judge: ScriptedModel | str) -> LLMJudgeEvaluator:
+    return LLMJudgeEvaluator({"mode": "xverify"}, judge=judge)
+
+
+async def test_xverify_sends_the_three_fields_in_order_in_one_user_turn():
+    task = Task(id="c", question="Which is a prime?", choices=("4", "7"), gold="B",
+                instruction="End with 'The answer is X'.")  # fmt: skip
+    judge = ScriptedModel(["Correct"])
+    score = await xverify(judge).score(task, "7 is prime.\nThe answer is B.")
+    assert verdict(score) == CORRECT and score.extracted == "7 is prime.\nThe answer is B."
+    (request,) = judge.requests
+    assert request.temperature == 0 and request.response_format is None
+    (turn,) = request.messages  # no system turn: the server's chat template adds its own
+    assert turn["role"] == "user"
+    fields = XVERIFY_FIELDS.search(turn["content"])
+    assert fields is not None
+    question = task.model_copy(update={"instruction": ""}).prompt()
+    assert fields.groups() == (question, "7 is prime.\nThe answer is B.", "B")
+    assert "(B) 7" in question and "End with" not in turn["content"]
+
+
+UNCLEAR = "unclear"
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Correct", CORRECT),
+        ("correct", CORRECT),
+        (" [CORRECT]\n", CORRECT),
+        ("Incorrect", WRONG),
+        ("**incorrect**.", WRONG),
+        ("The output is correct.", UNCLEAR),  # not the one word
+        ("Correct or Incorrect", UNCLEAR),
+        ("Not correct", UNCLEAR),
+        ('{"verdict": "CORRECT"}', UNCLEAR),
+        ("", UNCLEAR),
+    ],
+)
+async def test_xverify_reads_the_one_word_verdict(reply, expected):
+    judge = ScriptedModel([reply])
+    score = await xverify(judge).score(JUDGE_TASK, RESPONSE)
+    assert len(judge.calls) == 1 and score.extracted == RESPONSE
+    assert verdict(score) == (WRONG if expected == UNCLEAR else expected)
+    assert (parse_xverify_verdict(reply) is None) == (expected == UNCLEAR)
+    assert score.explanation.startswith("unclear verdict:") == (expected == UNCLEAR)
+
+
+async def test_xverify_makes_one_scoring_call_per_answer_and_the_default_mode_two():
+    ctx = Context(ScriptedModel(), sample_id="s")
+    judge = ScriptedModel(["Correct", "Incorrect", "Correct"])
+    evaluator = xverify(judge)
+    answers = [RESPONSE, "The answer is 23.", ""]
+    scores = [await evaluator.score(JUDGE_TASK, answer, ctx=ctx) for answer in answers]
+    assert [verdict(s) for s in scores] == [CORRECT, WRONG, CORRECT]
+    judge.assert_consumed()
+    assert ctx.ledger.totals(purpose="scoring", agent="judge").calls == 3
+    assert ctx.ledger.totals(purpose="method").calls == 0  # never against the method's budget
+    default = LLMJudgeEvaluator(judge=ScriptedModel(["24", "CORRECT"]))
+    assert default.config.mode == "default"
+    await default.score(JUDGE_TASK, RESPONSE, ctx=ctx)
+    assert ctx.ledger.totals(purpose="scoring").calls == 5
+
+
+def test_xverify_mode_is_checked():
+    with pytest.raises(ConfigError, match="llm_judge options: mode: Input should be"):
+        LLMJudgeEvaluator({"mode": "xVerify-9B"}, judge="scripted:echo")
+
+
+def test_xverify_endpoint_end_to_end(tmp_path):
+    """A fake OpenAI-compatible server plays the xVerify model: it reads the three fields and
+    says Correct when the correct answer is in the output sentence."""
+    from maslab.cli import main
+    from maslab.store.run_store import RunStore
+    from maslab.testing.fake_server import FakeOpenAIServer
+
+    def verifier(request: ChatRequest) -> str:
+        (turn,) = request.messages
+        _, output, gold = XVERIFY_FIELDS.search(turn["content"]).groups()
+        return "Correct" if gold in output else "Incorrect"
+
+    answers = tmp_path / "answers.yaml"
+    answers.write_text('".": "So the answer is \\\\boxed{13}."\n', encoding="utf-8")
+    out = tmp_path / "run"
+    with FakeOpenAIServer(verifier) as server:
+        code = main(
+            [
+                "run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2",
+                "--model", f"scripted:{answers}", "--evaluator", "llm_judge",
+                "--evaluator-option", "mode=xverify",
+                "--judge-model", f"openai:xverify@{server.base_url}",
+                "--out", str(out), "--no-cache", "--quiet",
+            ]
+        )  # fmt: skip
+        assert code == 0
+        assert server.served == 2 and all(
+            entry["body"]["model"] == "xverify" and entry["body"]["temperature"] == 0
+            for entry in server.request_log
+        )
+    store = RunStore(out)
+    results = sorted(store.results(), key=lambda r: r.task_id)
+    assert [(r.gold, r.correct) for r in results] == [("13", True), ("27", False)]
+    assert all(r.scoring_usage["calls"] == 1 for r in results)
+    assert store.manifest().evaluator_options["mode"] == "xverify"
+    calls = [c for t in store.traces() for c in t.calls]
+    assert sum(c.purpose == "scoring" and c.agent == "judge" for c in calls) == 2
 
 
 # --- agreement --------------------------------------------------------------------------------

@@ -31,19 +31,30 @@ def test_a_public_name_loads_on_first_use():
 
 
 @pytest.mark.system
-def test_looking_a_method_up_imports_its_module_only():
+@pytest.mark.parametrize(
+    ("name", "modules"),
+    [
+        ("vanilla", ["maslab.methods.vanilla"]),
+        # a module of a family package: the package and the module, with what it imports
+        ("agentprune", ["maslab.methods.graph_designers", "maslab.methods.graph_designers."
+                        "agentprune", "maslab.methods.graph_designers.spacetime"]),
+    ],
+)  # fmt: skip
+def test_looking_a_method_up_imports_its_module_only(name, modules):
     code = (
-        "import sys\nfrom maslab.core.method import get_method\nget_method('vanilla')\n"
+        f"import sys\nfrom maslab.core.method import get_method\nget_method({name!r})\n"
         "print(sorted(m for m in sys.modules if m.startswith('maslab.methods.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['maslab.methods.vanilla']"
+    assert out.stdout.strip() == str(modules)
 
 
 def test_listing_still_finds_every_bundled_method():
     from maslab.core.method import list_methods
 
-    assert {"vanilla", "llm_debate", "goagent", "mas_gpt"} <= set(list_methods())
+    names = {"vanilla", "llm_debate", "goagent", "mas_gpt", "agentprune", "g_designer"}
+    assert names <= set(list_methods())
+    assert "graph_designers" not in list_methods() and "spacetime" not in list_methods()
 
 
 @pytest.mark.system

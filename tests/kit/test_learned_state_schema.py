@@ -40,7 +40,11 @@ OPTIMISED: dict[str, dict[str, Any]] = {  # small configs whose optimize runs of
     "dylan": {"pool": ["Economist", "Doctor", "Lawyer"], "team_size": 2},
     "goagent": {"selector": "learned", "rounds": 1, "train_epochs": 1, "max_groups": 2},
     "masrouter": {"epochs": 1, "batch_size": 2},
-}
+    "agentprune": {"agents": 3, "iterations": 2, "batch_size": 2},
+    "agentdropout": {"agents": 3, "node_dropout": 0.34, "node_iterations": 1,
+                     "node_batch_size": 2, "edge_iterations": 1, "edge_batch_size": 2},
+    "g_designer": {"agents": 3, "iterations": 2, "batch_size": 2},
+}  # fmt: skip
 NUMBER_AT: dict[str, tuple[str | int, ...]] = {  # where each state holds a number
     "aflow": ("workflows", 1, "score"),
     "gptswarm": ("accuracy", 0),
@@ -50,8 +54,11 @@ NUMBER_AT: dict[str, tuple[str | int, ...]] = {  # where each state holds a numb
     "adas": ("archive", 0, "fitness"),
     "goagent": ("domains", "math word problems", "choices", "logits", 0, 0),
     "masrouter": ("mean_reward", 0),
+    "agentprune": ("accuracy", 0),
+    "agentdropout": ("edge_accuracy", 0),
+    "g_designer": ("spatial", "logits", 0),
 }
-TYPED_FROM_THE_START = {"masrouter"}
+TYPED_FROM_THE_START = {"masrouter", "agentprune", "agentdropout", "g_designer"}
 """Methods that learned after states were typed: no state of theirs was ever saved untyped."""
 
 
@@ -178,6 +185,9 @@ REJECTIONS: dict[str, tuple[dict[str, Any], str]] = {  # a config the state was 
         {"pool": ["Programmer", "Doctor"], "team_size": 1},
         "its team has roles not in this config's pool: ['Economist']",
     ),
+    "agentprune": ({"agents": 4}, "its edges are not those of 4 agents"),
+    "agentdropout": ({"agents": 4}, "its node logits are not those of 4 agents over 2 rounds"),
+    "g_designer": ({"agents": 3, "hash_buckets": 4}, "its edges take 13 query features, not 9"),
     "masrouter": (
         {"max_agents": 4},
         "its agents stage chooses among ['1', '2', '3', '4', '5', '6'] on 20 features; this "
@@ -204,6 +214,9 @@ SHAPES: dict[str, tuple[tuple[str | int, ...], Callable[[Any], Any], str]] = {
     "graph_grpo": (("policy", "weights"), lambda v: v * 2, r"policy: weights must hold a row of"),
     "maas": (("controller", "logits"), lambda v: v[:1], r"controller: logits must hold a row"),
     "masrouter": (("mode", "logits"), lambda v: v * 2, r"mode: logits must hold a row of"),
+    "agentprune": (("spatial", "logits"), lambda v: v[:1], r"spatial: \d+ edges need as many"),
+    "agentdropout": (("nodes", "logits"), lambda v: v[:1], r"nodes: logits must hold a row"),
+    "g_designer": (("spatial", "weights"), lambda v: v * 2, r"spatial: weights must hold a row of"),
     "goagent": (
         ("domains", "math word problems", "choices", "options"),
         lambda v: v[::-1],

@@ -20,16 +20,12 @@ from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.kit.features import QUERY_FEATURES as FEATURES
+from maslab.kit.features import query_features
 from maslab.kit.learning import EdgeStep
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
-from maslab.methods.graph_grpo import (
-    DEFAULT_ROLES,
-    FEATURES,
-    GraphGRPO,
-    query_features,
-    system_prompt,
-)
+from maslab.methods.graph_grpo import DEFAULT_ROLES, GraphGRPO, system_prompt
 
 TAG = re.compile(r"(agent_\d+)@(\d+)")
 WRONG = "-999"
@@ -132,17 +128,6 @@ async def test_agents_see_their_predecessors_this_round_and_run_in_topological_o
     assert sorted(order[:2]) == ["agent_1@0", "agent_2@0"]
     systems = {agent_of(r): r.messages[0]["content"] for r in model.requests[:-1]}
     assert systems["agent_4"] == system_prompt("Inspector")
-
-
-def test_query_features_by_hand():
-    assert FEATURES == ("short", "long", "numbers", "code", "choice")
-    assert query_features(TASK) == (1.0, 0.0, 0.2, 0.0, 0.0)
-    long = Task(id="l", question="x" * 700 + " 1 2 3 4 5 6 7 8 9 10 11 12.5")
-    assert query_features(long) == (0.0, 1.0, 1.0, 0.0, 0.0)
-    code = Task(id="c", question="def f(x):\n    return x" + " " * 300, answer_type="code")
-    assert query_features(code) == (0.0, 0.0, 0.0, 1.0, 0.0)
-    choice = Task(id="m", question="Which is red?", choices=("sky", "blood"), answer_type="choice")
-    assert query_features(choice)[3:] == (0.0, 1.0)
 
 
 async def test_the_features_decide_the_graph_of_each_query():

@@ -21,6 +21,7 @@ from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
+from maslab.kit.features import query_features
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods import masrouter as module
@@ -29,7 +30,6 @@ from maslab.methods.masrouter import (
     MODES,
     ROLES,
     MasRouter,
-    query_features,
     system_prompt,
 )
 
@@ -99,19 +99,6 @@ def test_defaults_and_validation():
                 {"learning_rate": 0}, {"cost_weight": -1}):  # fmt: skip
         with pytest.raises(ConfigError):
             MasRouter(**bad)
-
-
-def test_query_features_are_cheap_and_deterministic():
-    x = query_features(TASK, 4)
-    assert x[:2] == (1.0, 0.0)  # short, not long
-    assert x[2] == pytest.approx(min(10 * 2 / len(TASK.question), 1.0))  # two digits
-    assert x[3:5] == (0.0, 0.0)  # no options, no code
-    assert sum(x[5:]) == pytest.approx(1.0) and len(x) == 9  # word shares over 4 buckets
-    assert query_features(TASK, 4) == x  # CRC-32, not Python's salted hash
-    choice = Task(id="c", question="Pick one. " * 80, choices=("a", "b"), answer_type="choice")
-    code = Task(id="k", question="Write def f(x): return x", answer_type="code")
-    assert query_features(choice, 0) == (0.0, 1.0, 0.0, 1.0, 0.0)
-    assert query_features(code, 0)[4] == 1.0 and query_features(code, 0)[3] == 0.0
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,7 @@ def test_keywords_a_mapping_and_a_config_build_the_same_settings(cls, noun, sett
 
 def test_a_run_time_handle_is_no_setting_and_a_judge_handle_records_its_name():
     judge = get_evaluator("llm_judge")(judge=ScriptedModel(name="judge-x"))
-    assert judge.config.model_dump() == {"judge": "judge-x"}
+    assert judge.config.model_dump() == {"judge": "judge-x", "mode": "default"}
     with pytest.raises(
         ConfigError, match=r"evaluator code has no option 'limits' \(its options: none\)"
     ):
@@ -115,4 +115,4 @@ def test_the_manifest_records_the_checked_options_with_their_defaults(tmp_path):
     assert manifest.evaluator_options == {"rel_tol": 1e-6}
     judged = run_config("vanilla", "arith", SCRIPTED, out=tmp_path / "c", cache=False,
                         evaluator="llm_judge", judge_model=SCRIPTED)  # fmt: skip
-    assert Runner(judged).manifest.evaluator_options == {"judge": SCRIPTED}
+    assert Runner(judged).manifest.evaluator_options == {"judge": SCRIPTED, "mode": "default"}
