@@ -57,3 +57,19 @@ def test_a_narrow_terminal_folds_long_words_instead_of_cutting_them(capsys, monk
     assert main(["list", "methods"]) == 0
     listed = "".join(capsys.readouterr().out.split())
     assert "constraint/verifier/selector" in listed and "…" not in listed
+
+
+MASLAB_TABLE = (  # MASLab's Table 1, in its order (MATRIX, row 23, is left out: docs say why)
+    "vanilla", "cot", "camel", "autogen", "self_consistency", "agentverse", "llm_debate",
+    "gptswarm", "dylan", "mad", "self_refine", "macnet", "adas", "aflow", "mav", "mas_gpt",
+    "metagpt", "chatdev", "mapcoder", "evomac", "macm", "medagents",
+)  # fmt: skip
+DESIGNERS = ("agentprune", "agentdropout", "g_designer", "evoagent", "mas_zero", "masrouter")
+
+
+def test_every_method_of_maslabs_table_and_the_designers_is_bundled_and_listed():
+    assert len(MASLAB_TABLE) == 22 and set(MASLAB_TABLE + DESIGNERS) <= set(BUNDLED)
+    section = PAGE.split("## MASLab's table", 1)[1].split("\n## ", 1)[0]
+    rows = "\n".join(line for line in section.splitlines() if line.startswith("| "))
+    assert sorted(re.findall(r"`([a-z_0-9]+)`", rows)) == sorted(MASLAB_TABLE)
+    assert "MATRIX" in rows and all(f"`{name}`" in section for name in DESIGNERS)
