@@ -4,7 +4,8 @@ Wu, Bansal, Zhang, Wu, Li, Zhu, Jiang, Zhang, Zhang, Liu, Awadallah, White, Burg
 "AutoGen: Enabling Next-Gen LLM Applications via Multi-Agent Conversation". arXiv:2308.08155
 (COLM 2024). Code: github.com/microsoft/autogen (``AssistantAgent``, ``UserProxyAgent``).
 
-Algorithm (the two-agent setup of the paper's math experiments; T = ``max_turn``):
+Algorithm (the two-agent setup of the paper's math experiments; T = ``max_turn``; the default
+``user_proxy="executor"``):
 
 1. The assistant (an LLM, system prompt: solve with language and Python, one complete program
    per message, print results, fix errors, end with the termination word when done) receives
@@ -21,15 +22,27 @@ Algorithm (the two-agent setup of the paper's math experiments; T = ``max_turn``
    Unless the task asks for code, code blocks are left out of both the search and the answer
    (a number in a program is not an answer); if no message holds one, the last message stands.
 
+LLM proxy (``user_proxy="llm"``, MASLab's; off by default): the assistant is told to solve in
+words, without code (its system prompt: reason step by step, verify, end every message with the
+current final answer, end with the termination word when done), and the user proxy is an LLM
+agent with no system prompt whose conversation opens with the question as its own message (it
+asked it): in step 2 it replies to each assistant message but the last; its reply, instead of a
+run's report, is the assistant's next user turn, and if it contains the termination word the
+conversation ends there (the answer is the assistant's message it replied to). Nothing runs. An
+empty proxy reply is replaced by the nudge for the assistant (``metadata["proxy_fallbacks"]``).
+
 LLM calls: the number of assistant turns, 1 ≤ calls ≤ T (default T = 3); the user proxy makes
-none. Sandbox runs: at most the Python blocks of the first T - 1 assistant messages.
+none. Sandbox runs: at most the Python blocks of the first T - 1 assistant messages. With
+``user_proxy="llm"`` the proxy's replies count too: 2t − 1 if the assistant says the
+termination word at turn t, 2t if the proxy says it after turn t, else 2T − 1; so
+1 ≤ calls ≤ 2T − 1 (``preset=maslab``: T = 3, at most 5, as MASLab's).
 
 Budget stop: the latest assistant message that holds an answer (minus the termination word);
 before any does, the latest message.
 
 Transcript: the assistant's messages are ``assistant`` messages; each proxy reply is a
-``user_proxy`` message (kind ``execution`` when code ran, ``auto_reply`` for the nudge) whose
-metadata lists every block's status and exit code.
+``user_proxy`` message (kind ``execution`` when code ran, whose metadata lists every block's
+status and exit code; ``auto_reply`` for the nudge; ``message`` when the LLM proxy wrote it).
 
 Deviations: prompts and the proxy's replies are our own wording (not AutoGen's system message
 or its exit-code format). The turn cap defaults to MASLab's ``max_turn`` 3: the paper sets no
@@ -38,16 +51,33 @@ more than 3), so pass ``--config max_turn=N`` for a longer conversation. The ter
 "contains the word" as in MASLab (the library's assistant example checks the end of the
 message). Only Python runs: a block in another language (``sh``, ...) is reported as not run,
 whereas AutoGen also runs shell code; an unlabelled block counts as Python. Code in the message
-of turn T is never run (nobody would read its output). Unlike MASLab, the proxy is not an LLM
-and code does run, as in the paper; it runs isolated in the sandbox rather than in the host
-process. A sandbox failure (not the program's own) is reported to the assistant as such and
-counted in ``metadata["sandbox_errors"]``.
+of turn T is never run (nobody would read its output). By default, unlike MASLab, the proxy is
+not an LLM and code does run, as in the paper; it runs isolated in the sandbox rather than in
+the host process. A sandbox failure (not the program's own) is reported to the assistant as
+such and counted in ``metadata["sandbox_errors"]``.
+
+MASLab's protocol (``preset=maslab``, on the command line ``--config preset=maslab``; MASLab's
+``methods/autogen`` at commit 74265c7): ``user_proxy="llm"`` (``configs/config_main.yaml``,
+``code_execute: False``: ``autogen_main.py`` then gives the assistant its language-only system
+message and answers every assistant message with an LLM call whose system prompt is
+``DEFAULT_USER_PROXY_AGENT_SYSTEM_MESSAGE``, the empty string, so no system turn is sent, and
+whose history starts with the query as the proxy's own turn), ``max_turn=3`` (``max_turn: 3``:
+one assistant call, then up to two proxy-assistant exchanges) and ``termination="TERMINATE"``
+(``is_termination_msg``, tested as a substring of either agent's reply): at most 5 calls, as
+MASLab's. The preset sets only the settings left at their defaults (``preset=maslab
+max_turn=5`` keeps T = 5). Differences that remain: the prompts are ours; MASLab's response is
+the assistant's last message verbatim (termination word included), ours the answer rule of step
+3; MASLab would send no user turn after an empty proxy reply, ours sends the nudge. A chat
+template that requires the first turn to be the user's cannot serve the LLM proxy (its history
+opens with its own turn, as MASLab's does).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -61,6 +91,10 @@ ASSISTANT, USER_PROXY = "assistant", "user_proxy"
 
 _CODE_BLOCK = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 _PYTHON = {"", "python", "python3", "py"}
+PRESETS: dict[str, dict[str, Any]] = {
+    "maslab": {"user_proxy": "llm", "max_turn": 3, "termination": "TERMINATE"},
+}
+"""Other implementations' protocols by name (see the module docstring for their sources)."""
 
 
 def assistant_system(termination: str) -> str:
@@ -75,6 +109,20 @@ def assistant_system(termination: str) -> str:
         "- When code does not help, reason step by step in words.\n"
         "- When you are confident, check the result, state the final answer in the form the "
         f"task asks for, and end that message with the word {termination}. Write "
+        f"{termination} only when you are done."
+    )
+
+
+def words_system(termination: str) -> str:
+    """The assistant's system prompt when the user proxy is an LLM: solve without code."""
+    return (
+        "You solve tasks by reasoning in words. Do not write code: nobody will run it.\n"
+        "- If no plan is given, say briefly how you will go about the task, then work through "
+        "it step by step.\n"
+        "- Check your result before you rely on it, and show the evidence that it is right.\n"
+        "- End every message with your current final answer, in the form the task asks for, so "
+        "that an answer is there even if the conversation stops.\n"
+        f"- When everything is done, end your message with the word {termination}. Write "
         f"{termination} only when you are done."
     )
 
@@ -157,7 +205,7 @@ async def execute(blocks: list[Block], limits: Limits, max_chars: int) -> tuple[
 class AutoGen(Method):
     """An assistant LLM and a code-running user proxy talk until TERMINATE (≤ max_turn calls)."""
 
-    roles = (ASSISTANT,)
+    roles = (ASSISTANT, USER_PROXY)
     paper = "Wu et al., arXiv 2308.08155"
     category = (
         "two-agent conversation with code execution (assistant + user proxy running its code in"
@@ -165,18 +213,36 @@ class AutoGen(Method):
     )
     calls = (
         "assistant turns until `TERMINATE`, 1 ≤ calls ≤ `max_turn` (default 3); the proxy makes"
-        " none"
+        " none; `user_proxy=llm` (`preset=maslab`): the proxy's replies too, 1 ≤ calls ≤"
+        " 2·`max_turn` − 1 (5)"
     )
 
     class Config(MethodConfig):
-        max_turn: int = Field(3, ge=1)
-        """T: the most assistant turns (LLM calls)."""
-        termination: str = Field("TERMINATE", min_length=1)
-        """The word that ends the conversation when an assistant message contains it."""
-        max_output_chars: int = Field(2000, ge=1)
-        """Each of a run's stdout and stderr is cut to this many characters for the assistant."""
-        timeout_seconds: float = Field(10, gt=0)
-        """Wall-clock and CPU limit of each sandbox run."""
+        presets: ClassVar[Mapping[str, Mapping[str, Any]]] = PRESETS
+        preset: Literal["maslab"] | None = Field(
+            None,
+            description="another protocol's values (PRESETS) for the settings left at their "
+            "defaults: maslab",
+        )
+        max_turn: int = Field(3, ge=1, description="T: the most assistant turns")
+        termination: str = Field(
+            "TERMINATE",
+            min_length=1,
+            description="the word that ends the conversation when a message contains it",
+        )
+        user_proxy: Literal["executor", "llm"] = Field(
+            "executor",
+            description="executor: the proxy runs the assistant's Python code in the sandbox "
+            "(no model); llm: the proxy is an LLM and nothing runs (MASLab's)",
+        )
+        max_output_chars: int = Field(
+            2000,
+            ge=1,
+            description="each of a run's stdout and stderr is cut to this many characters",
+        )
+        timeout_seconds: float = Field(
+            10, gt=0, description="wall-clock and CPU limit of each sandbox run"
+        )
 
     config: Config
 
@@ -189,7 +255,12 @@ class AutoGen(Method):
     async def solve(self, task: Task, ctx: Context) -> Solution:
         cfg = self.config
         ctx.topology = self.structure()
-        assistant = ctx.agent(ASSISTANT, system=assistant_system(cfg.termination))
+        llm_proxy = cfg.user_proxy == "llm"
+        system = (words_system if llm_proxy else assistant_system)(cfg.termination)
+        assistant = ctx.agent(ASSISTANT, system=system)
+        proxy = ctx.agent(USER_PROXY) if llm_proxy else None
+        if proxy is not None:  # it asked the question: its conversation opens with it
+            proxy.history = [{"role": "assistant", "content": task.prompt()}]
         limits = Limits(wall_seconds=cfg.timeout_seconds, cpu_seconds=cfg.timeout_seconds)
 
         def answer_in(text: str) -> str | None:
@@ -201,8 +272,8 @@ class AutoGen(Method):
 
         said: list[str] = []  # the assistant's messages, in turn order
         answers: list[tuple[int, str]] = []  # (turn, message minus the word) holding an answer
-        executions = sandbox_errors = 0
-        terminated = False
+        executions = sandbox_errors = proxy_fallbacks = 0
+        terminated_by: str | None = None
         prompt = task.prompt()
         for t in range(cfg.max_turn):
             reply = (await assistant.reply(prompt, round=t)).content
@@ -213,10 +284,19 @@ class AutoGen(Method):
             elif not answers:  # as at the end: with no answer anywhere, the last message stands
                 ctx.propose(prose(reply, cfg.termination, True), round=t)
             if cfg.termination in reply:
-                terminated = True
+                terminated_by = ASSISTANT
                 break
             if t == cfg.max_turn - 1:
                 break
+            if proxy is not None:
+                said_back = await proxy.reply(reply, round=t, recipients=(ASSISTANT,))
+                if cfg.termination in said_back.content:
+                    terminated_by = USER_PROXY
+                    break
+                prompt = said_back.content
+                if not prompt.strip():  # an empty turn would tell the assistant nothing
+                    prompt, proxy_fallbacks = nudge(cfg.termination), proxy_fallbacks + 1
+                continue
             blocks = code_blocks(reply)
             if blocks:
                 prompt, records = await execute(blocks, limits, cfg.max_output_chars)
@@ -235,9 +315,11 @@ class AutoGen(Method):
             answer=final.strip(),
             metadata={
                 "turns": len(said),
-                "terminated": terminated,
+                "terminated": terminated_by is not None,
+                "terminated_by": terminated_by,  # assistant, user_proxy or None
                 "executions": executions,
                 "sandbox_errors": sandbox_errors,
+                "proxy_fallbacks": proxy_fallbacks,
                 "answer_turn": turn,  # 0-based; None: no message held an answer
             },
         )

@@ -11,19 +11,31 @@ Algorithm (N agents, R rounds, fully connected):
    its own answer instead. All agents of a round run concurrently.
 3. The final answer is the majority vote over the answers extracted from round R-1.
 
-LLM calls: N·R (N·R + 1 with ``aggregate="llm"``).
+LLM calls: N·R (N·R + 1 with ``aggregate="llm"``; ``preset=maslab``: 3·2 + 1 = 7).
 
 Budget stop: the majority vote over the last complete round (a partial round never counts).
 
 Deviations: prompts are our own paraphrase; other agents' answers are shown verbatim as in
 the official code. ``aggregate="llm"`` replaces the vote by one aggregator call over the
-final answers: that is MASLab's variant, not the paper's, and is off by default.
+final answers (in agent order; the kit's aggregator prompt, our wording): that is MASLab's
+variant, not the paper's, and is off by default.
+
+MASLab's protocol (``preset=maslab``, on the command line ``--config preset=maslab``; MASLab's
+``methods/llm_debate`` at commit 74265c7): ``agents=3`` and ``rounds=2``
+(``configs/config_main.yaml``: ``agents_num: 3``, ``rounds_num: 2``) and ``aggregate="llm"``
+(``llm_debate_main.py``, ``aggregate``: one call over the task and the agents' last answers,
+whose reply is the response): 3·2 + 1 = 7 calls, as MASLab's. The preset sets only the
+settings left at their defaults (``preset=maslab agents=4`` keeps N = 4). What MASLab's
+debate turn shows matches ours (the other agents' previous answers, verbatim, then the
+question again); its prompts' wording differs (ours are our own), and it runs a round's
+agents one after another where ours run concurrently, with the same prompts.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -37,6 +49,11 @@ from maslab.core.topology import Topology
 from maslab.kit.aggregation import decide, propose_vote
 from maslab.kit.prompts import debate_prompt
 
+PRESETS: dict[str, dict[str, Any]] = {
+    "maslab": {"agents": 3, "rounds": 2, "aggregate": "llm"},
+}
+"""Other implementations' protocols by name (see the module docstring for their sources)."""
+
 
 def opening_prompt(task: Task) -> str:
     return f"{task.prompt()}\n\nExplain your reasoning step by step, then give your final answer."
@@ -49,12 +66,25 @@ class LLMDebate(Method):
     roles = ("debater", "aggregator")
     paper = "Du et al., arXiv 2305.14325"
     category = "debate"
-    calls = "N·R (default 3·2 = 6); +1 with `aggregate=llm` (MASLab's variant)"
+    calls = (
+        "N·R (default 3·2 = 6); +1 with `aggregate=llm` (MASLab's variant); `preset=maslab`: "
+        "3·2 + 1 = 7"
+    )
 
     class Config(MethodConfig):
-        agents: int = Field(3, ge=1)
-        rounds: int = Field(2, ge=1)
-        aggregate: Literal["majority", "llm"] = "majority"
+        presets: ClassVar[Mapping[str, Mapping[str, Any]]] = PRESETS
+        preset: Literal["maslab"] | None = Field(
+            None,
+            description="another protocol's values (PRESETS) for the settings left at their "
+            "defaults: maslab",
+        )
+        agents: int = Field(3, ge=1, description="N, the debaters")
+        rounds: int = Field(2, ge=1, description="R, the rounds (round 0 included)")
+        aggregate: Literal["majority", "llm"] = Field(
+            "majority",
+            description="how the last round's answers become one: majority (vote over the "
+            "extracted answers) or llm (one aggregator call, MASLab's)",
+        )
 
     config: Config
 

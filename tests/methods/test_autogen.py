@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import TASK, TwoModels, method_runner
+from helpers import TASK, TwoModels, agent_of, method_runner
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
@@ -22,6 +22,7 @@ from maslab.methods.autogen import (
     assistant_system,
     code_blocks,
     nudge,
+    words_system,
 )
 from maslab.sandbox import BACKEND_VARIABLE
 
@@ -42,12 +43,13 @@ def test_defaults_and_registration():
     cfg = AutoGen().config
     assert (cfg.max_turn, cfg.termination) == (3, "TERMINATE")
     assert get_method("autogen") is AutoGen
-    assert AutoGen.roles == (ASSISTANT,)  # the user proxy is not a model
-    for bad in ({"max_turn": 0}, {"termination": ""}, {"turns": 2}):
+    assert cfg.user_proxy == "executor"  # the proxy runs code and is no model by default
+    assert AutoGen.roles == (ASSISTANT, USER_PROXY)  # a model with user_proxy=llm
+    for bad in ({"max_turn": 0}, {"termination": ""}, {"turns": 2}, {"user_proxy": "human"}):
         with pytest.raises(ConfigError):
             AutoGen(**bad)
-    with pytest.raises(ConfigError, match="user_proxy"):
-        AutoGen().check_model_roles({USER_PROXY: "scripted:echo"})
+    with pytest.raises(ConfigError, match="no role or agent 'proxy'"):
+        AutoGen().check_model_roles({"proxy": "scripted:echo"})
 
 
 @pytest.mark.system
@@ -65,8 +67,10 @@ async def test_code_is_run_in_the_sandbox_and_its_real_output_is_the_next_prompt
     assert solution.metadata == {
         "turns": 2,
         "terminated": True,
+        "terminated_by": ASSISTANT,
         "executions": 1,
         "sandbox_errors": 0,
+        "proxy_fallbacks": 0,
         "answer_turn": 1,
     }
     proxy = ctx.transcript.filter(sender=USER_PROXY)
@@ -285,3 +289,141 @@ def test_code_that_cannot_be_isolated_stops_the_run_unless_the_user_opted_in(
     assert run("allowed", "--unsafe-no-sandbox") == 0
     trace = json.loads((tmp_path / "allowed" / "traces.jsonl").read_text().splitlines()[0])
     assert "status ok" in json.dumps(trace) and "42" in json.dumps(trace)
+
+
+# --- MASLab's protocol (preset=maslab: an LLM user proxy) --------------------------------------
+
+
+def chat(assistant_ends: int | None = None, proxy_ends: int | None = None, code: bool = False):
+    """The assistant's turn-t reply is 'a<t>: The answer is <t>.' (with a Python block if
+    ``code``; TERMINATE at turn ``assistant_ends``); the proxy's reply after turn t is 'p<t>:
+    go on' (TERMINATE after turn ``proxy_ends``). A turn is the speaker's own earlier turns + 1."""
+
+    def respond(request) -> str:
+        t = sum(m["role"] == "assistant" for m in request.messages)
+        if agent_of(request) == USER_PROXY:  # its history opens with its own turn (the question)
+            return f"p{t}: TERMINATE" if t == proxy_ends else f"p{t}: go on"
+        t += 1
+        block = "\n```python\nprint(6 * 7)\n```" if code else ""
+        return f"a{t}: The answer is {t}.{block}" + (" TERMINATE" if t == assistant_ends else "")
+
+    return respond
+
+
+def test_the_maslab_preset_sets_its_protocol_and_explicit_settings_win():
+    config = AutoGen(preset="maslab").config
+    assert (config.user_proxy, config.max_turn, config.termination) == ("llm", 3, "TERMINATE")
+    explicit = AutoGen(preset="maslab", max_turn=5, termination="DONE!").config
+    assert (explicit.user_proxy, explicit.max_turn, explicit.termination) == ("llm", 5, "DONE!")
+    every_default = AutoGen.Config().model_dump(mode="json")
+    assert AutoGen({**every_default, "preset": "maslab"}).config == config
+
+
+@pytest.mark.parametrize(
+    ("max_turn", "assistant_ends", "proxy_ends", "calls"),
+    [
+        (3, None, None, 5),  # MASLab (autogen_main.py, max_turn 3): 1 + 2 × (proxy + assistant)
+        (3, 1, None, 1),
+        (3, None, 1, 2),
+        (3, 2, None, 3),
+        (3, None, 2, 4),
+        (3, 3, None, 5),
+        (1, None, None, 1),
+        (5, None, None, 9),
+        (5, 4, None, 7),
+        (5, None, 3, 6),
+    ],
+)
+async def test_the_llm_proxy_call_count(max_turn, assistant_ends, proxy_ends, calls):
+    model = ScriptedModel(chat(assistant_ends, proxy_ends))
+    solution, ctx = await run(model, preset="maslab", max_turn=max_turn)
+    assert len(model.calls) == ctx.usage.calls == calls
+    turns = (calls + 1) // 2
+    expected = [ASSISTANT, USER_PROXY] * (calls // 2) + [ASSISTANT] * (calls % 2)
+    assert [agent_of(r) for r in model.requests] == expected
+    assert solution.metadata["turns"] == turns
+    ended = ASSISTANT if assistant_ends else USER_PROXY if proxy_ends else None
+    assert solution.metadata["terminated_by"] == ended
+    assert solution.metadata["terminated"] is (ended is not None)
+    # the answer is the assistant's last message (the one the proxy ended on, if it did)
+    assert solution.answer == f"a{turns}: The answer is {turns}."
+
+
+async def test_the_llm_proxy_sees_the_question_as_its_own_turn_and_each_assistant_message():
+    model = ScriptedModel(chat())
+    solution, ctx = await run(model, preset="maslab")
+    assistant = [r for r in model.requests if agent_of(r) == ASSISTANT]
+    proxy = [r for r in model.requests if agent_of(r) == USER_PROXY]
+    assert (len(assistant), len(proxy)) == (3, 2)
+    for t, request in enumerate(proxy, 1):  # no system turn: its system prompt is empty
+        said = [("assistant", TASK.prompt())]
+        for i in range(1, t + 1):
+            said.append(("user", f"a{i}: The answer is {i}."))
+            if i < t:
+                said.append(("assistant", f"p{i}: go on"))
+        assert [(m["role"], m["content"]) for m in request.messages] == said
+    for t, request in enumerate(assistant, 1):  # told to solve in words; the proxy's replies
+        msgs = request.messages
+        assert msgs[0] == {"role": "system", "content": words_system("TERMINATE")}
+        assert msgs[1] == {"role": "user", "content": TASK.prompt()}
+        heard = [m["content"] for m in msgs[2:] if m["role"] == "user"]
+        assert heard == [f"p{i}: go on" for i in range(1, t)]
+    messages = ctx.transcript.filter(sender=USER_PROXY)
+    assert [(m.content, m.round, m.recipients) for m in messages] == [
+        ("p1: go on", 0, (ASSISTANT,)),
+        ("p2: go on", 1, (ASSISTANT,)),
+    ]
+    assert solution.answer == "a3: The answer is 3."
+
+
+async def test_the_llm_proxy_runs_no_code():
+    model = ScriptedModel(chat(code=True))
+    solution, ctx = await run(model, preset="maslab")
+    assert solution.metadata["executions"] == 0 and len(model.calls) == 5
+    assert {m.kind for m in ctx.transcript.filter(sender=USER_PROXY)} == {"message"}
+    assert last_user_message(model.requests[2]) == "p1: go on"  # not a run's report
+
+
+async def test_an_empty_proxy_reply_becomes_the_nudge_and_garbage_does_not_crash():
+    model = ScriptedModel(lambda r: "" if agent_of(r) == USER_PROXY else "??")
+    solution, _ = await run(model, preset="maslab")
+    assert len(model.calls) == 5 and solution.metadata["proxy_fallbacks"] == 2
+    assert [last_user_message(r) for r in model.requests if agent_of(r) == ASSISTANT] == [
+        TASK.prompt(),
+        NUDGE,
+        NUDGE,
+    ]
+    assert solution.answer == "??" and solution.metadata["answer_turn"] is None
+
+
+async def test_an_llm_proxy_budget_stop_returns_the_latest_answer_so_far():
+    model = ScriptedModel(chat())
+    ctx = Context(model, budget=Budget(max_calls=4))
+    solution = await AutoGen(preset="maslab").run_sample(TASK, ctx)
+    assert ctx.usage.calls == 4 and "budget" in solution.metadata
+    assert solution.answer == "a2: The answer is 2."
+
+
+async def test_model_roles_put_the_llm_proxy_on_another_model():
+    method = get_method("autogen")(preset="maslab")
+    roles = method.check_model_roles({USER_PROXY: "scripted:b"})
+    ctx = Context("scripted:a", models=TwoModels(lambda: chat()), model_roles=roles)
+    await method.solve(TASK, ctx)
+    assert [(r.agent, r.model) for r in ctx.ledger.records] == [
+        (ASSISTANT, "scripted:a"),
+        (USER_PROXY, "scripted:b"),
+    ] * 2 + [(ASSISTANT, "scripted:a")]
+
+
+def test_the_maslab_preset_from_the_command_line(tmp_path):
+    out = tmp_path / "run"
+    code = main(
+        ["run", "--method", "autogen", "--benchmark", "arith", "--model", "scripted:echo",
+         "--config", "preset=maslab", "--limit", "2", "--out", str(out), "--no-cache", "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    # echo: nobody ever says TERMINATE, so the chat runs to MASLab's five calls
+    assert [r["usage"]["calls"] for r in results] == [5, 5]
+    recorded = json.loads((out / "manifest.json").read_text())["method_config"]
+    assert (recorded["user_proxy"], recorded["max_turn"]) == ("llm", 3)

@@ -20,6 +20,7 @@ from maslab.methods.camel import (
     clean_solution,
     last_turn_note,
     parse_choice,
+    unasked_note,
     user_kickoff,
 )
 
@@ -59,12 +60,15 @@ def script(done_at: int | None = None, *, choice: str = "Choice: 2", empty_from:
     return respond
 
 
-def expected_calls(turn_limit, done_at, specify, k, critic=True):
+def expected_calls(turn_limit, done_at, specify, k, critic=True, each_turn=False, reply=False):
+    """The docstring's formula: s + t·u + (t − 1)·a (+ a when the assistant replies to the done
+    token) if the user says done at turn t, else s + T·(u + a)."""
     s = 1 if specify else 0
-    m = k + (1 if critic and k > 1 else 0)
+    u = k + (1 if critic and (k > 1 or each_turn) else 0)
+    a = k + (1 if critic and k > 1 else 0)
     if done_at is None:
-        return s + 2 * turn_limit * m
-    return s + (2 * done_at - 1) * m
+        return s + turn_limit * (u + a)
+    return s + done_at * u + (done_at - 1) * a + (a if reply else 0)
 
 
 @pytest.mark.parametrize(
@@ -301,3 +305,192 @@ def test_the_command_line_runs_camel_end_to_end(tmp_path):
         ("assistant", "scripted:echo"),
         ("user", f"scripted:{user}"),
     ]  # the first done token is too early to end; the second one ends the dialogue
+
+
+# --- MASLab's protocol (preset=maslab) ----------------------------------------------------------
+
+SPEC = "SPEC-42: multiply six by seven."
+
+
+def instruction(i: int) -> str:
+    return f"Instruction: step-{i}\nInput: None"
+
+
+def solution_text(i: int) -> str:
+    return f"Solution: sol-{i} worked out. The answer is {i}.\nNext request."
+
+
+def test_the_maslab_preset_sets_its_protocol_and_explicit_settings_win():
+    cfg = Camel(preset="maslab").config
+    assert (cfg.critic_each_turn, cfg.reply_to_done, cfg.keep_question, cfg.answer) == (
+        True, True, False, "transcript",
+    )  # fmt: skip
+    assert (cfg.turn_limit, cfg.options, cfg.with_critic, cfg.specify_task) == (3, 1, True, True)
+    assert (cfg.word_limit, cfg.user_role, cfg.assistant_role, cfg.critic_role) == (
+        50, "PhD Student", "Postdoc", "Professor",
+    )  # fmt: skip
+    plain = Camel().config  # the paper-faithful behaviour stays the default
+    assert (plain.critic_each_turn, plain.reply_to_done, plain.keep_question, plain.answer) == (
+        False, False, True, "solution",
+    )  # fmt: skip
+    explicit = Camel(preset="maslab", turn_limit=5, options=2, user_role="Student").config
+    assert (explicit.turn_limit, explicit.options, explicit.user_role) == (5, 2, "Student")
+    assert explicit.answer == "transcript"
+    every_default = Camel.Config().model_dump(mode="json")
+    assert Camel({**every_default, "preset": "maslab"}).config == cfg
+
+
+@pytest.mark.parametrize("done_at", [None, 1, 2, 3])
+async def test_the_maslab_preset_makes_maslabs_calls(done_at):
+    """MASLab (camel_main.py, chat_turn_limit 3, option_num 1, with_critic): 1 specifier call,
+    then per turn the user, the critic on the user's proposal, the assistant, and the done
+    token checked after the assistant's reply: 1 + 3t, 1 + 3·3 = 10 at the turn limit."""
+    model = ScriptedModel(script(done_at, choice="Choice: 1"))
+    ctx = Context(model)
+    solution = await Camel(preset="maslab").solve(TASK, ctx)
+    turns = done_at or 3
+    assert len(model.calls) == ctx.usage.calls == 1 + 3 * turns
+    assert 1 + 3 * turns == expected_calls(3, done_at, True, 1, each_turn=True, reply=True)
+    agents = [r.agent for r in ctx.ledger.records]
+    assert agents == ["specifier"] + ["user", "critic", "assistant"] * turns
+    assert solution.metadata["done_turn"] == done_at and solution.metadata["turns"] == turns
+    assert not solution.metadata["early_done"]
+
+
+@pytest.mark.parametrize(
+    ("turn_limit", "done_at", "each_turn", "reply", "with_critic"),
+    [
+        (3, 2, True, False, True),
+        (3, 2, False, True, True),
+        (2, None, False, True, True),
+        (4, None, True, False, False),
+        (4, 2, True, True, False),
+    ],
+)
+async def test_calls_follow_the_formula_with_maslabs_options(
+    turn_limit, done_at, each_turn, reply, with_critic
+):
+    model = ScriptedModel(script(done_at, choice="Choice: 1"))
+    ctx = Context(model)
+    method = Camel(
+        turn_limit=turn_limit,
+        critic_each_turn=each_turn,
+        reply_to_done=reply,
+        with_critic=with_critic,
+    )
+    await method.solve(TASK, ctx)
+    calls = expected_calls(turn_limit, done_at, True, 1, with_critic, each_turn, reply)
+    assert len(model.calls) == ctx.usage.calls == calls
+    critic = ["critic"] if with_critic and each_turn else []
+    turn = ["user", *critic, "assistant"]
+    agents = [r.agent for r in ctx.ledger.records]
+    if done_at is None:
+        assert agents == ["specifier"] + turn * turn_limit
+    else:
+        last = turn if reply else ["user", *critic]
+        assert agents == ["specifier"] + turn * (done_at - 1) + last
+
+
+async def test_the_maslab_preset_shows_the_specified_task_and_the_critic_every_message():
+    model = ScriptedModel(script(None, choice="Choice: 1"))
+    ctx = Context(model)
+    await Camel(preset="maslab").solve(TASK, ctx)
+    (spec,) = records_of(ctx, "specifier")
+    assert TASK.prompt() in spec.messages[0]["content"]  # only the specifier reads the question
+    for record in (
+        records_of(ctx, "user") + records_of(ctx, "assistant") + records_of(ctx, "critic")
+    ):
+        system = record.messages[0]["content"]
+        assert SPEC in system and TASK.question not in system
+    critic = records_of(ctx, "critic")
+    assert [r.round for r in critic] == [1, 2, 3]
+    for t, record in enumerate(critic, 1):
+        assert len(record.messages) == 2 * t  # system, its earlier prompts and choices, the ask
+        ask = last_user_message(record)
+        options = f"by the PhD Student:\n\nOption 1:\n{instruction(t)}\n\n"
+        # the assistant's reply it was not asked about comes first, then the user's proposal
+        before = unasked_note("Postdoc", solution_text(t - 1)) if t > 1 else ""
+        assert ask.startswith(f"{before}Alternative messages drafted ") and options in ask
+        assert "(N from 1 to 1)" in ask
+    assert all("sol-3" not in m["content"] for r in critic for m in r.messages)
+    # the user and the assistant see each other as before: the chosen messages only
+    for t, record in enumerate(records_of(ctx, "assistant"), 1):
+        heard = [m["content"] for m in record.messages if m["role"] == "user"]
+        assert heard == [instruction(i) for i in range(1, t + 1)]
+    assert all("Choice" not in m["content"] for r in records_of(ctx, "user") for m in r.messages)
+
+
+async def test_the_maslab_preset_answers_with_the_whole_transcript():
+    model = ScriptedModel(script(None, choice="Choice: 1"))
+    solution = await Camel(preset="maslab").solve(TASK, Context(model))
+    parts = [f"Question:\n{TASK.prompt()}", f"Specified task:\n{SPEC}"]
+    for t in (1, 2, 3):
+        parts += [
+            f"PhD Student:\n{instruction(t)}",
+            "Professor:\nChoice: 1",
+            f"Postdoc:\n{solution_text(t)}",
+        ]
+    assert solution.answer == "\n\n".join(parts)
+    assert TASK.answer_in(solution.answer) == "3"  # the last solution's answer is read from it
+    assert solution.metadata["choices"] == [
+        {"turn": t, "side": "user", "choice": 1, "parsed": True} for t in (1, 2, 3)
+    ]
+
+
+async def test_the_maslab_preset_lets_the_assistant_reply_to_the_done_token():
+    model = ScriptedModel(script(1, choice="Choice: 1"))
+    ctx = Context(model)
+    solution = await Camel(preset="maslab").solve(TASK, ctx)
+    assert [r.agent for r in ctx.ledger.records] == ["specifier", "user", "critic", "assistant"]
+    assert last_user_message(records_of(ctx, "assistant")[0]) == f"<{DONE}>"
+    assert solution.metadata["done_turn"] == 1 and solution.metadata["early_done"] is False
+    tail = f"PhD Student:\n<{DONE}>\n\nProfessor:\nChoice: 1\n\nPostdoc:\n{solution_text(1)}"
+    assert solution.answer.endswith(tail)
+
+
+@pytest.mark.parametrize("choice", ["Choice: 2", "", "no number at all"])
+async def test_the_maslab_preset_survives_an_unusable_critic_reply(choice):
+    # MASLab's find_option would fail the sample on these (an IndexError, a TypeError)
+    model = ScriptedModel(script(None, choice=choice, empty_from=3))
+    solution = await Camel(preset="maslab").solve(TASK, Context(model))
+    assert [c["choice"] for c in solution.metadata["choices"]] == [1, 1, 1]
+    assert not any(c["parsed"] for c in solution.metadata["choices"])
+    assert solution.answer.endswith("Postdoc:")  # the empty last solution, as said
+    assert TASK.answer_in(solution.answer) == "2" and solution.metadata["answer_turn"] == 2
+
+
+@pytest.mark.parametrize(("max_calls", "last"), [(3, "Professor:\nChoice: 1"), (5, instruction(2))])
+async def test_a_maslab_preset_budget_stop_answers_with_the_transcript_so_far(max_calls, last):
+    ctx = Context(
+        ScriptedModel(script(None, choice="Choice: 1")), budget=Budget(max_calls=max_calls)
+    )
+    solution = await Camel(preset="maslab").run_sample(TASK, ctx)
+    assert "budget" in solution.metadata and ctx.usage.calls == max_calls
+    assert solution.answer.startswith(f"Question:\n{TASK.prompt()}\n\nSpecified task:\n{SPEC}")
+    assert solution.answer.endswith(last)
+    assert solution.answer.count("Postdoc:") == (max_calls - 1) // 3
+
+
+async def test_model_roles_put_the_maslab_critic_on_another_model():
+    method = Camel(preset="maslab", turn_limit=2)
+    roles = method.check_model_roles({"critic": "scripted:b"})
+    ctx = Context("scripted:a", models=TwoModels(lambda: script(None)), model_roles=roles)
+    await method.solve(TASK, ctx)
+    assert [(r.agent, r.model) for r in ctx.ledger.records] == [("specifier", "scripted:a")] + [
+        ("user", "scripted:a"),
+        ("critic", "scripted:b"),
+        ("assistant", "scripted:a"),
+    ] * 2
+
+
+def test_the_maslab_preset_from_the_command_line(tmp_path):
+    out = tmp_path / "run"
+    code = main(
+        ["run", "--method", "camel", "--benchmark", "arith", "--model", "scripted:echo",
+         "--config", "preset=maslab", "--limit", "2", "--out", str(out), "--no-cache", "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["usage"]["calls"] for r in results] == [10, 10]  # nobody says the done token
+    recorded = json.loads((out / "manifest.json").read_text())["method_config"]
+    assert (recorded["answer"], recorded["critic_each_turn"]) == ("transcript", True)

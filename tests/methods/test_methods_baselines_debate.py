@@ -7,16 +7,18 @@ import json
 
 import orjson
 import pytest
-from helpers import TASK
+from helpers import TASK, TwoModels, agent_of
 
 from maslab.cli import main
 from maslab.core.answers import extract_answer
-from maslab.core.context import Context
+from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
+from maslab.errors import ConfigError
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.methods import mad, self_consistency  # noqa: F401  (importing registers them)
 from maslab.methods.cot import cot_prompt
 from maslab.methods.exchange_of_thought import PERSONAS, confidence
+from maslab.methods.self_consistency import SelfConsistency
 
 
 def numbered(template="reply-{n}: The answer is {n}."):
@@ -78,6 +80,104 @@ async def test_self_consistency_llm_aggregation_adds_one_call():
     assert ctx.ledger.records[-1].agent == "aggregator"
     assert solution.answer == model.calls[-1].response
     assert solution.metadata == {"aggregate": "llm"}
+
+
+# --- Self-consistency: MASLab's protocol (preset=maslab) -----------------------------------
+
+
+def sample_then_aggregate(request) -> str:
+    """Sample i says 'sample-i: The answer is 4i.'; the aggregator says which it read."""
+    agent = agent_of(request)
+    if agent == "aggregator":
+        return f"aggregated {len(request.messages)} turn(s): The answer is 42."
+    i = int(agent.rsplit("_", 1)[1])
+    return f"sample-{i}: The answer is {40 + i % 3}."
+
+
+def test_self_consistency_maslab_preset_sets_its_protocol_and_explicit_settings_win():
+    config = SelfConsistency(preset="maslab").config
+    assert (config.k, config.prompt, config.aggregate) == (5, "raw", "llm")
+    assert SelfConsistency().config.prompt == "cot"  # the paper's CoT prompt stays the default
+    explicit = SelfConsistency(preset="maslab", k=3).config
+    assert (explicit.k, explicit.prompt, explicit.aggregate) == (3, "raw", "llm")
+    # the command line passes every default along with --config preset=maslab
+    every_default = SelfConsistency.Config().model_dump(mode="json")
+    assert SelfConsistency({**every_default, "preset": "maslab"}).config == config
+    for bad in ({"preset": "masworks"}, {"prompt": "few_shot"}):
+        with pytest.raises(ConfigError):
+            SelfConsistency(**bad)
+
+
+@pytest.mark.parametrize(("k", "reverse"), [(5, False), (5, True), (2, False), (1, True)])
+async def test_self_consistency_maslab_preset_is_k_raw_samples_then_one_aggregator(k, reverse):
+    """MASLab (self_consistency_main.py, parallel_num 5): 5 calls on the bare query, then 1
+    final-decision call over the task and every solution: 6 calls."""
+
+    def latency(request) -> float:  # the samples finish in reverse order when ``reverse``
+        agent = agent_of(request)
+        i = 0 if agent == "aggregator" else int(agent.rsplit("_", 1)[1])
+        return 0.002 * (k - i if reverse else i)
+
+    model = ScriptedModel(sample_then_aggregate, latency=latency)
+    ctx = Context(model)
+    solution = await SelfConsistency(preset="maslab", k=k).solve(TASK, ctx)
+    assert len(model.calls) == ctx.usage.calls == k + 1  # MASLab's k = 5: 6
+    samples = [r for r in ctx.ledger.records if r.agent != "aggregator"]
+    assert [r.messages for r in samples] == [({"role": "user", "content": TASK.prompt()},)] * k
+    (aggregator,) = [r for r in ctx.ledger.records if r.agent == "aggregator"]
+    shown = aggregator.messages[-1]["content"]
+    assert shown.startswith(TASK.prompt()) and len(aggregator.messages) == 1
+    # every sample, in sample order whatever order they finished in
+    positions = [shown.index(f"sample-{i}: The answer is {40 + i % 3}.") for i in range(1, k + 1)]
+    assert positions == sorted(positions)
+    assert solution.answer == "aggregated 1 turn(s): The answer is 42."
+    assert solution.metadata == {"aggregate": "llm"}
+
+
+async def test_self_consistency_maslab_preset_prompts_do_not_depend_on_finishing_order():
+    async def seen(latency) -> tuple[list, str]:
+        model = ScriptedModel(sample_then_aggregate, latency=latency)
+        ctx = Context(model)
+        solution = await SelfConsistency(preset="maslab").solve(TASK, ctx)
+        return sorted((r.agent, repr(r.messages)) for r in ctx.ledger.records), solution.answer
+
+    def slow_first(request) -> float:
+        agent = agent_of(request)
+        return 0.0 if agent == "aggregator" else 0.002 * (6 - int(agent.rsplit("_", 1)[1]))
+
+    def slow_last(request) -> float:
+        agent = agent_of(request)
+        return 0.0 if agent == "aggregator" else 0.002 * int(agent.rsplit("_", 1)[1])
+
+    assert await seen(slow_first) == await seen(slow_last)
+
+
+async def test_self_consistency_maslab_preset_budget_stop_votes_over_the_samples():
+    model = ScriptedModel(sample_then_aggregate)
+    ctx = Context(model, budget=Budget(max_calls=5))
+    solution = await SelfConsistency(preset="maslab").run_sample(TASK, ctx)
+    # samples 1..5 say 41, 42, 40, 41, 42: 41 and 42 tie at two, the earlier sample wins
+    assert ctx.usage.calls == 5 and "budget" in solution.metadata
+    assert solution.answer == "sample-1: The answer is 41."
+    assert solution.metadata["votes"] == {"41": 2, "42": 2, "40": 1}
+
+
+async def test_self_consistency_maslab_preset_survives_empty_samples():
+    model = ScriptedModel(lambda r: "The answer is 42." if agent_of(r) == "aggregator" else "")
+    ctx = Context(model)
+    solution = await SelfConsistency(preset="maslab").solve(TASK, ctx)
+    assert len(model.calls) == 6 and solution.answer == "The answer is 42."
+    assert ctx.ledger.records[-1].messages[-1]["content"].count("--- Response") == 5
+
+
+async def test_self_consistency_maslab_preset_puts_the_aggregator_on_its_own_model():
+    method = SelfConsistency(preset="maslab")
+    roles = method.check_model_roles({"aggregator": "scripted:b"})
+    ctx = Context("scripted:a", models=TwoModels(lambda: sample_then_aggregate), model_roles=roles)
+    await method.solve(TASK, ctx)
+    models = [(r.agent, r.model) for r in ctx.ledger.records]
+    assert models[-1] == ("aggregator", "scripted:b")
+    assert {m for a, m in models[:-1]} == {"scripted:a"} and len(models) == 6
 
 
 # --- MAD ------------------------------------------------------------------------------------
@@ -379,3 +479,17 @@ def test_maslab_run_end_to_end_with_the_scripted_model(name, tmp_path):
     results = [orjson.loads(line) for line in (out / "results.jsonl").read_bytes().splitlines()]
     assert len(results) == 2
     assert all(r["status"] == "ok" and r["error"] is None for r in results)
+
+
+def test_self_consistency_maslab_preset_from_the_command_line(tmp_path):
+    out = tmp_path / "run"
+    code = main(
+        ["run", "--method", "self_consistency", "--benchmark", "arith", "--limit", "2",
+         "--model", "scripted:echo", "--config", "preset=maslab", "--no-cache", "--quiet",
+         "--out", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    results = [orjson.loads(line) for line in (out / "results.jsonl").read_bytes().splitlines()]
+    assert [r["usage"]["calls"] for r in results] == [6, 6]
+    recorded = orjson.loads((out / "manifest.json").read_bytes())["method_config"]
+    assert (recorded["k"], recorded["prompt"], recorded["aggregate"]) == (5, "raw", "llm")
