@@ -25,16 +25,40 @@ Algorithm (N = ``experts``, R = ``max_criticizing_rounds``, M = ``max_turns``). 
 
 The answer is the last solution the solver wrote.
 
+``context`` chooses what the solver and the critics read. ``"current"`` (the default): as
+above, critics the current solution only, the solver its current solution and this round's
+disagreeing reviews (a new turn's draft: the previous solution and the advice). ``"shared"``
+(MASLab's): one discussion history per task, across its turns, holds every solution the solver
+writes, every review that does not agree and, at the start of each later turn, the evaluator's
+advice, each under its author's expert description; the solver (draft and revisions) reads
+its last ``solver_window`` items (none for the first draft), every critic the last
+``critic_window`` items as of the latest solution (that solution last).
+
 LLM calls: a turn whose discussion ran c critique rounds costs 3 + (N-1)·c + r, with r = c - 1
 revisions if all critics agreed in round c, else r = c = R; so between N + 2 (consensus at
 once) and N·R + 3 per turn. The method stops after the first turn the evaluator passes, else
 after M turns: between N + 2 and M·(N·R + 3) calls in all (defaults N = 2, R = 3, M = 3: 4 to
-27).
+27; ``preset=maslab`` the same: 4 to 27).
 
 Budget stop: the latest solution (every draft and revision is proposed as it is written).
 
 Native structured output: the recruiter's and the evaluator's replies are requested with their
 JSON schemas where the model handle supports it (same prompts, same calls).
+
+``preset=maslab`` (``--config preset=maslab``) runs MASLab's protocol (``methods/agentverse``
+at commit 74265c7: ``agentverse_main.py``, ``configs/config_main.yaml``; its ``_mgsm`` and
+``_humaneval`` configs are the same) with our prompts, for the settings left at their
+defaults: ``experts=2`` (``cnt_agents: 2``), ``max_turns=3`` (``max_turn: 3``),
+``max_criticizing_rounds=3`` (``max_criticizing_rounds: 3``), all three our defaults already,
+and ``context="shared"`` with ``solver_window=5`` and ``critic_window=3``
+(``group_vertical_solver_first``: ``max_history_solver = 5``, ``max_history_critic = 3`` over
+its ``self.history``). At most 27 calls, as in MASLab: (1 + 1 + 3·(1 + 1) + 1)·3. MASLab never
+clears its list of disagreeing reviews between critique rounds (``nonempty_reviews``), so once
+a critic has disagreed the discussion runs all R rounds even when every critic agrees later;
+that bug is not copied (see Deviations): here a later unanimous round ends the discussion, so
+a turn may cost fewer calls than MASLab's (6 instead of 9 at N = 2 when the critic disagrees
+in round 1 and agrees in round 2), its answer is the solution the critics agreed with rather
+than a further revision, and the numbers may differ accordingly.
 
 Deviations: prompts are our own and task-generic. Every piece of state (experts, advice, the
 discussion) is local to one task, as in MASLab's runs (it keeps the history and the advice on
@@ -43,19 +67,21 @@ check counts the agreements of the current round only: MASLab never clears its l
 disagreeing reviews between rounds, so once any critic has disagreed its early stop can no
 longer fire. A recruiter reply that names fewer than N experts is filled up with generic ones
 instead of failing the task (MASLab raises); an evaluator reply that cannot be read counts as
-"not correct" with its whole text as the advice. Each agent sees explicit windows instead of
-MASLab's last-k history items: critics see the current solution only, the solver its current
-solution and the latest disagreeing reviews. The evaluator judges every turn, the last one
-included, as in MASLab: on the last turn the verdict is recorded but cannot change the answer.
-Only the vertical structure is implemented (the paper's horizontal one and tool execution are
-not).
+"not correct" with its whole text as the advice. By default each agent sees explicit windows
+instead of MASLab's last-k history items (``context="shared"`` has those): critics see the
+current solution only, the solver its current solution and the latest disagreeing reviews. The
+history items are labelled blocks of one prompt, not chat messages as in MASLab. The evaluator
+judges every turn, the last one included, as in MASLab: on the last turn the verdict is
+recorded but cannot change the answer. Only the vertical structure is implemented (the paper's
+horizontal one and tool execution are not).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from typing import Annotated, Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field
 
@@ -74,6 +100,17 @@ GENERIC_EXPERTS = (
     "a meticulous reviewer who checks every step of a solution for errors",
     "a domain specialist in the subject of the question",
 )
+PRESETS: dict[str, dict[str, Any]] = {
+    "maslab": {
+        "experts": 2,
+        "max_turns": 3,
+        "max_criticizing_rounds": 3,
+        "context": "shared",
+        "solver_window": 5,
+        "critic_window": 3,
+    },
+}
+EVALUATOR_LABEL = "Evaluator"
 _AGREE = re.compile(r"\[\s*agree\s*\]", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^[ \t>]*(?:\d+[.):]|[-*•])[ \t]+(.+?)[ \t]*$", re.MULTILINE)
 # "Correctness: 1" in a reply without JSON; not the shape "correct": true or false it was shown
@@ -161,13 +198,37 @@ def draft_prompt(task: Task, previous: str | None, advice: str | None) -> str:
     )
 
 
+CRITIQUE_ASK = (
+    "First solve the problem yourself, step by step. Then compare your result and reasoning "
+    "with the proposed solution and point out every mistake or gap in it; give criticism "
+    "only, do not rewrite the solution. If its final answer matches yours and its "
+    "reasoning holds, end your reply with the token [Agree]."
+)
+
+
 def critique_prompt(task: Task, solution: str) -> str:
+    return f"Problem:\n{task.prompt()}\n\nProposed solution:\n{solution.strip()}\n\n{CRITIQUE_ASK}"
+
+
+def discussion(items: Sequence[tuple[str, str]]) -> str:
+    """History items (author, text), oldest first, as labelled blocks."""
+    return "\n\n".join(f"[{who}]\n{text.strip()}" for who, text in items)
+
+
+def shared_solve_prompt(task: Task, items: Sequence[tuple[str, str]]) -> str:
     return (
-        f"Problem:\n{task.prompt()}\n\nProposed solution:\n{solution.strip()}\n\n"
-        "First solve the problem yourself, step by step. Then compare your result and reasoning "
-        "with the proposed solution and point out every mistake or gap in it; give criticism "
-        "only, do not rewrite the solution. If its final answer matches yours and its "
-        "reasoning holds, end your reply with the token [Agree]."
+        f"Problem:\n{task.prompt()}\n\nThe latest part of your team's discussion, oldest "
+        "first (solutions, reviews that disagreed with them, the evaluator's advice):\n\n"
+        f"{discussion(items)}\n\nTaking the discussion into account, write a correct solution "
+        "to the problem: reason step by step, then state your final answer as the problem asks."
+    )
+
+
+def shared_critique_prompt(task: Task, items: Sequence[tuple[str, str]]) -> str:
+    return (
+        f"Problem:\n{task.prompt()}\n\nThe latest part of your team's discussion, oldest "
+        "first; its last solution is the proposed solution you review:\n\n"
+        f"{discussion(items)}\n\n{CRITIQUE_ASK}"
     )
 
 
@@ -231,16 +292,31 @@ class AgentVerse(Method):
     calls = (
         "per turn 3 + (N−1)·c + r (c ≤ R critique rounds, r revisions: c−1 on `[Agree]` "
         "consensus, else R); turns stop at the evaluator's pass, ≤ M; N + 2 to M·(N·R + 3) "
-        "(default N=2, R=3, M=3: 4–27)"
+        "(default N=2, R=3, M=3: 4–27; `preset=maslab`: 4–27)"
     )
 
     class Config(MethodConfig):
+        presets: ClassVar[Mapping[str, Mapping[str, Any]]] = PRESETS
+        preset: Literal["maslab"] | None = None
+        """Another protocol's values (``PRESETS``) for the settings left at their defaults."""
         experts: int = Field(2, ge=2)
         """N: experts recruited per turn, the solver and N - 1 critics (MASLab cnt_agents)."""
         max_turns: int = Field(3, ge=1)
         """M: recruit-discuss-evaluate turns at most (MASLab max_turn)."""
         max_criticizing_rounds: int = Field(3, ge=1)
         """R: critique rounds per discussion at most."""
+        context: Literal["current", "shared"] = Field(
+            "current",
+            description="what the solver and critics read: 'current' (the solution under "
+            "review, and its disagreeing reviews) or 'shared' (MASLab's: the last items of "
+            "the task's discussion history)",
+        )
+        solver_window: int = Field(
+            5, ge=1, description="history items the solver reads with context=shared"
+        )
+        critic_window: int = Field(
+            3, ge=1, description="history items a critic reads with context=shared"
+        )
 
     config: Config
 
@@ -265,6 +341,8 @@ class AgentVerse(Method):
         advice: str | None = None
         turns: list[dict[str, Any]] = []
         passed = False
+        shared = cfg.context == "shared"
+        history: list[tuple[str, str]] = []  # shared: (author, text), oldest first
         for turn in range(cfg.max_turns):
             recruiter = ctx.agent(RECRUITER)
             said, _ = await ask(
@@ -284,22 +362,32 @@ class AgentVerse(Method):
                 ctx.agent(name, role=CRITIC, system=critic_system(expert))
                 for name, expert in zip(critics, experts[1:], strict=True)
             ]
-            solution = (
-                await solver.reply(
-                    draft_prompt(task, solution, advice), round=turn, kind="draft", remember=False
-                )
-            ).content
+            if shared and advice is not None:
+                history.append((EVALUATOR_LABEL, advice))
+            draft = (
+                shared_solve_prompt(task, history[-cfg.solver_window :])
+                if shared and history
+                else draft_prompt(task, solution, advice)
+            )
+            solution = (await solver.reply(draft, round=turn, kind="draft", remember=False)).content
             ctx.propose(solution, turn=turn, revision=0)
+            history.append((experts[0], solution))
 
+            authors = dict(zip(critics, experts[1:], strict=True))
             consensus = False
             rounds = revisions = 0
             for _ in range(cfg.max_criticizing_rounds):
                 rounds += 1
                 shown = solution
+                ask_critic = (
+                    shared_critique_prompt(task, history[-cfg.critic_window :])
+                    if shared
+                    else critique_prompt(task, shown)
+                )
                 reviews = await asyncio.gather(
                     *(
                         critic.reply(
-                            critique_prompt(task, shown),
+                            ask_critic,
                             round=turn,
                             kind="critique",
                             recipients=(SOLVER,),
@@ -309,19 +397,21 @@ class AgentVerse(Method):
                     )
                 )  # in critic order, whichever finished first
                 objections = [(m.sender, m.content) for m in reviews if not agrees(m.content)]
+                history += [(authors[who], text) for who, text in objections]
                 if not objections:  # this round's critics all agree
                     consensus = True
                     break
                 revisions += 1
+                revise = (
+                    shared_solve_prompt(task, history[-cfg.solver_window :])
+                    if shared
+                    else revise_prompt(task, shown, objections)
+                )
                 solution = (
-                    await solver.reply(
-                        revise_prompt(task, shown, objections),
-                        round=turn,
-                        kind="revision",
-                        remember=False,
-                    )
+                    await solver.reply(revise, round=turn, kind="revision", remember=False)
                 ).content
                 ctx.propose(solution, turn=turn, revision=revisions)
+                history.append((experts[0], solution))
             log.update(rounds=rounds, revisions=revisions, consensus=consensus)
 
             evaluator = ctx.agent(EVALUATOR)

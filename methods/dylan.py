@@ -21,13 +21,33 @@ one per active agent, each reading every active node of the layer before):
 5. Without a consensus: the majority among the last round's active nodes (ties: the earliest
    in activation order).
 
+``agreement`` (default None) chooses what steps 4 and 5 compare: extracted answers (None or
+``"answer"``; an explicit ``"answer"`` keeps them under a preset), or, with ``"text"``
+(DyLAN's open-ended mode), whole replies: reply b agrees with reply a when at least 90% of b's
+words (lowercased, split on whitespace) occur in a (MASLab's simplified BLEU; the official code
+uses sacrebleu's BLEU at the same 90 threshold); the reply most others agree with (itself
+included, the earliest on ties) is the vote's winner.
+
+``variant="math"`` runs DyLAN's MATH procedure instead (the official
+``code/MATH/llmlp_gen_math_listwise_deeper_markov.py`` and MASLab's ``dylan_math.py``): the N
+agents are role-less debaters with one system prompt; round 0 as above; in round 1 every agent
+reads every round-0 solution in agent order (its own among them) and writes an updated
+solution, with no ratings; then, if N > 3, the ranker reads the round-1 solutions in agent
+order and picks 2, and if those two agree (same answer) they are the answer at once; otherwise
+the two picked agents debate on for rounds 2 .. R-1, each reading the picks' latest solutions
+in pick order. Agents run in agent order (the first floor(2n/3) + 1 concurrently, as above);
+the consensus check and the final majority (ties: the first pick) compare extracted answers.
+``variant="by_task"`` runs the math procedure on tasks whose answer type is "math" and the
+network on the others.
+
 Agent Importance Score (backward pass): an edge weight is the successor's rating of that
 predecessor divided by 5, normalised over the successor's incoming edges (an unreadable rating
-counts as 3, so unreadable ratings give uniform weights). In the last round run, the nodes
-whose answer is the final one share importance 1 equally (all get 0 if the final answer has
-no readable answer); going back a round, a node's importance is the sum over its outgoing
-edges of weight x the successor's importance. An agent's score is the sum over its nodes; it
-is in ``Solution.metadata["importance"]`` with ``stopped_early`` and ``rounds_run``.
+counts as 3, so unreadable ratings give uniform weights; the math procedure rates nothing:
+uniform weights). In the last round run, the nodes whose answer is the final one share
+importance 1 equally (all get 0 if the final answer has no readable answer); going back a
+round, a node's importance is the sum over its outgoing edges of weight x the successor's
+importance. An agent's score is the sum over its nodes; it is in
+``Solution.metadata["importance"]`` with ``stopped_early``, ``rounds_run`` and ``variant``.
 
 Team optimisation (``optimize``): run the network with the candidate ``pool`` of roles on the
 validation tasks, average each role's importance over them, and keep the ``team_size``
@@ -37,11 +57,49 @@ Agents are ``agent_1`` .. ``agent_N``, agent i holding the i-th role of the team
 the one ``optimize`` chose), so model roles can put single agents on other models;
 ``ranker`` is the listwise ranker.
 
-LLM calls: N > 3: at most N + N + 1 ranker + (R-2)·2 (default 4 + 4 + 1 + 2 = 11); N <= 3:
-at most N·R. Fewer on an early consensus (3 at the least with the default team). ``optimize``
-costs one network run per validation task with N = |pool|.
+LLM calls: N > 3: at most N + N + 1 ranker + (R-2)·2 (default 4 + 4 + 1 + 2 = 11), the math
+procedure too; N <= 3: at most N·R. Fewer on an early consensus (3 at the least with the
+default team; the math procedure also stops after the ranker, at 2N + 1, when its two picks
+agree). ``preset=maslab``: at most 4 + 4 + 1 + 2 = 11 (MASLab's ``dylan`` and ``dylan_math``;
+with its MMLU team of 7, 7 + 7 + 1 + 2 = 17). ``optimize`` costs one network run per
+validation task with N = |pool|.
 
 Budget stop: the majority over the latest round's nodes so far, after each consensus check.
+
+``preset=maslab`` (``--config preset=maslab``) runs MASLab's protocol (``methods/dylan`` at
+commit 74265c7) with our prompts, for the settings left at their defaults. MASLab has four
+classes and ``inference.py``'s ``get_method_class`` picks one by the dataset's *name*: the
+variant whose suffix (``math``, ``mmlu``, ``humaneval``) is a substring of it, else ``dylan``.
+A method here does not see the benchmark's name, so the preset chooses by the task's answer
+type (``variant="by_task"``), which sends the same benchmarks the same way except MMLU:
+
+- ``dylan`` (``dylan_main.py``, ``configs/config_main.yaml``), on every benchmark but those
+  below: ``team`` = 4 x Assistant (``roles``, ``num_agents: 4``), ``rounds=3``
+  (``num_rounds: 3``), the listwise ranker (``activation: listwise``) and
+  ``agreement="text"`` (``qtype = "open-ended"``: ``cmp_res`` is its word-overlap BLEU >= 90
+  on whole replies, for the early stop and the final vote alike).
+- ``dylan_math`` (``dylan_math.py``, ``configs/config_math.yaml``), on datasets named like
+  "math" (MATH-500 here, the one bundled benchmark whose answer type is "math"):
+  ``variant="math"``, 4 agents (``num_agents`` defaults to 4; the config's ``agents: 4`` is
+  never read). Its early stop counts the answers so far (floor(2/3·(i+1))), the same rule as
+  ours at N = 4.
+- ``dylan_mmlu`` (``dylan_mmlu.py``, ``configs/config_mmlu.yaml``), on MMLU and MMLU-Pro: the
+  network with 7 roles (``roles``: our ``MMLU_POOL``), 3 rounds, answers compared as choice
+  letters. The preset cannot tell MMLU from the other choice benchmarks (which MASLab runs
+  with ``dylan``): on MMLU add the team and the agreement, ``--config preset=maslab
+  team=[Economist,Doctor,Lawyer,Mathematician,Psychologist,Programmer,Historian]
+  agreement=answer`` (at most 17 calls).
+- ``dylan_humaneval`` (HumanEval): 4 coders, 4 judges (Tester, Reflector, Debugger,
+  QualityManager) and unit tests the Tester writes and runs, at most 4 + 4 + 4 + 1 + 4 + 2 =
+  19 calls. It is not implemented: code tasks run the network (see Deviations), so HumanEval
+  numbers under the preset are not MASLab's.
+
+MASLab's round-3 selection bug (the second deviation below) is not copied: in its ``dylan``
+and ``dylan_mmlu`` the two agents of round 3 are in effect random, here they are the ranker's
+picks, so the numbers may differ wherever the ranker's choice matters (its ``dylan_math`` uses
+the picks, as we do). MASLab's rankers also clip their parse to two picks that may coincide
+(then a single node runs, or the two "agree" at once) and turn an unreadable ranking into a
+random pair (``dylan``) or the first two (``dylan_math``); ours always keeps two distinct picks.
 
 Deviations:
 
@@ -49,7 +107,7 @@ Deviations:
   JSON replies (native structured output where the model has it) instead of a
   ``[[1, 5, ...]]`` / ``[1, 2]`` list at the end of free text. Unreadable ratings, or a list
   of the wrong length, count as neutral (3); unreadable or invalid ranker picks are filled
-  with the first unused solutions in the (random) order shown.
+  with the first unused solutions in the order shown.
 - Official code (``LLMLP.forward``) and MASLab activate round t >= 2 nodes when their *loop
   position* after shuffling is in the ranker's list of *agent ids* (``if idx in idx_mask``),
   so the activated agents are in effect random. We activate the agents the ranker chose,
@@ -60,12 +118,16 @@ Deviations:
 - Official code activates nodes one at a time and checks after each from the
   floor(2n/3)+1-th on; we run that first group concurrently (same call count, same result,
   deterministic whatever the completion order).
+- The math procedure is zero-shot: the official code and MASLab put eight worked examples
+  before the question (MASLab's ``mode: complex``: MATH problems); importance in it is ours
+  (neither computes it there).
 - Code tasks: the paper adds judge agents (Tester, Reflector, Debugger, QualityManager) and
   code execution; they are left out, so code tasks run the plain network.
 - The default team (Assistant, Mathematician, Economist, Programmer) is our choice; the pool
   default is the paper's MMLU pool of seven roles. The team chosen by ``optimize`` and the
   pool's importance scores are the method's learned state: ``maslab run --optimize-on``
-  saves them in the run directory and a resumed run reloads them.
+  saves them in the run directory and a resumed run reloads them. ``optimize`` always runs the
+  network (with its ``agreement``).
 """
 
 from __future__ import annotations
@@ -74,7 +136,7 @@ import asyncio
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
@@ -84,13 +146,17 @@ from maslab.core.method import FiniteNumber, Method, MethodConfig, MethodState, 
 from maslab.core.roles import numbered
 from maslab.core.task import Solution, Task
 from maslab.core.topology import Topology
-from maslab.kit.aggregation import answer_key, majority_decision, propose_vote
+from maslab.kit.aggregation import answer_key, propose_vote
 from maslab.kit.parsing import Text
 from maslab.kit.structured import Reply, ask
 
 AGENT, RANKER = "agent", "ranker"
 TOP = 2  # the listwise ranker keeps this many agents
 MAX_RATING, NEUTRAL_RATING = 5, 3
+DEBATE_SYSTEM = (
+    "You are one of several agents who debate the same question over several rounds. Explain "
+    "your reasoning thoroughly at every round."
+)
 
 ROLE_PROMPTS: dict[str, str] = {
     "Assistant": "You are a careful and knowledgeable general assistant.",
@@ -133,6 +199,16 @@ MMLU_POOL: tuple[Role, ...] = (
 )  # fmt: skip
 
 
+PRESETS: dict[str, dict[str, Any]] = {
+    "maslab": {
+        "team": ("Assistant",) * 4,
+        "rounds": 3,
+        "variant": "by_task",
+        "agreement": "text",
+    },
+}
+
+
 def system_prompt(role: str) -> str:
     return (
         f"{ROLE_PROMPTS[role]} You are one of several agents who answer the same question over "
@@ -151,6 +227,15 @@ def update_prompt(task: Task, shown: Sequence[str]) -> str:
         "Check your own reasoning and each of these solutions step by step, then write an "
         "updated solution of your own. Also rate each solution above from 1 (wrong or useless) "
         "to 5 (correct and well argued)."
+    )
+
+
+def debate_prompt(task: Task, shown: Sequence[str]) -> str:
+    return (
+        f"{task.prompt()}\n\nSolutions to this question from the previous round (yours may be "
+        f"among them; any of them, or all, may be wrong):\n\n{numbered_solutions(shown)}\n\n"
+        "Use them as advice, critically: check your own reasoning and each of these solutions "
+        "step by step, then write an updated solution of your own."
     )
 
 
@@ -242,6 +327,22 @@ def read_ranking(text: str, shown: int) -> list[int]:
     return picks[: min(TOP, shown)]
 
 
+def covers(reference: str, reply: str) -> bool:
+    """Whether ``reply`` agrees with ``reference`` as whole texts: at least 90% of its words
+    (lowercased, split on whitespace) occur in ``reference`` (MASLab's simplified BLEU)."""
+    known = set(reference.lower().split())
+    words = reply.lower().split()
+    return bool(words) and 10 * sum(word in known for word in words) >= 9 * len(words)
+
+
+def text_vote(responses: Sequence[str]) -> tuple[int, int]:
+    """The position of the first response the most responses agree with (``covers``, itself
+    included) and how many agree with it."""
+    counts = [sum(covers(r, other) for other in responses) for r in responses]
+    best = max(range(len(responses)), key=lambda i: (counts[i], -i))
+    return best, counts[best]
+
+
 def edge_weights(ratings: Sequence[float]) -> list[float]:
     """A node's incoming edge weights from its ratings: rating / 5, normalised to sum to 1."""
     scaled = [r / MAX_RATING for r in ratings]
@@ -285,9 +386,27 @@ class DyLAN(Method):
     roles = (AGENT, RANKER)
     paper = "Liu et al., arXiv 2310.02170 (DyLAN)"
     category = "dynamic agent network (agent selection, early stop, team optimisation)"
-    calls = "N > 3: ≤ 2N + 1 + 2(R−2), N ≤ 3: ≤ N·R (default 11); fewer on an early consensus"
+    calls = (
+        "N > 3: ≤ 2N + 1 + 2(R−2), N ≤ 3: ≤ N·R (default 11); fewer on an early consensus; "
+        "`preset=maslab`: ≤ 4 + 4 + 1 + 2 = 11 (MMLU team of 7: ≤ 17)"
+    )
 
     class Config(MethodConfig):
+        presets: ClassVar[Mapping[str, Mapping[str, Any]]] = PRESETS
+        preset: Literal["maslab"] | None = None
+        """Another protocol's values (``PRESETS``) for the settings left at their defaults."""
+        variant: Literal["network", "math", "by_task"] = Field(
+            "network",
+            description="the procedure: 'network' (role agents, ratings, ranker), 'math' "
+            "(DyLAN's MATH debate: role-less agents, no ratings, the ranker's two picks debate "
+            "on) or 'by_task' (math on tasks whose answer type is math, else network)",
+        )
+        agreement: Literal["answer", "text"] | None = Field(
+            None,
+            description="what the network's consensus and vote compare: extracted 'answer's "
+            "(None: the same, but a preset may choose), or whole replies by word overlap "
+            "('text', DyLAN's open-ended mode)",
+        )
         team: tuple[Role, ...] = Field(DEFAULT_TEAM, min_length=1)
         """The agents' roles (N = its length) until ``optimize`` picks a team."""
         rounds: int = Field(3, gt=2)
@@ -332,6 +451,8 @@ class DyLAN(Method):
         return numbered(AGENT, max(len(self.config.team), len(self.config.pool)))
 
     async def solve(self, task: Task, ctx: Context) -> Solution:
+        variant = self.config.variant
+        debate = variant == "math" or (variant == "by_task" and task.answer_type == "math")
         names = numbered(AGENT, len(self.team))
         topology = Topology(name="dylan")
         for name, role in zip(names, self.team, strict=True):
@@ -341,73 +462,130 @@ class DyLAN(Method):
             for reader in readers:
                 topology.add_edge(sender, reader)
         ctx.topology = topology
-        return await self.network(task, ctx, self.team, ctx.rng)
+        return await self.network(task, ctx, self.team, ctx.rng, debate=debate)
 
     async def network(
-        self, task: Task, ctx: Context, team: Sequence[str], rng: random.Random
+        self,
+        task: Task,
+        ctx: Context,
+        team: Sequence[str],
+        rng: random.Random,
+        *,
+        debate: bool = False,
     ) -> Solution:
-        """One forward pass of the network with agents of ``team``, then the backward pass."""
+        """One forward pass of the network with agents of ``team`` (``debate``: the math
+        procedure, with role-less agents), then the backward pass."""
+        text = self.config.agreement == "text" and not debate
         names = numbered(AGENT, len(team))
         agents = {
-            name: ctx.agent(name, role=AGENT, system=system_prompt(role))
+            name: ctx.agent(
+                name, role=AGENT, system=DEBATE_SYSTEM if debate else system_prompt(role)
+            )
             for name, role in zip(names, team, strict=True)
         }
         ranker = ctx.agent(RANKER)
         rounds: list[list[Node]] = []
         activated: list[list[str]] = []
         active = list(names)
+        picked: list[str] = []
         consensus: str | None = None
         for t in range(self.config.rounds):
             if t >= 2 and len(team) > 3 and len(active) > TOP:
-                active = await self.rank(task, ranker, rounds[-1], rng, t)
-            order = rng.sample(active, len(active))
+                shuffle = None if debate else rng
+                active = picked = await self.rank(task, ranker, rounds[-1], t, rng=shuffle)
+                if debate:  # the two picks are the answer at once if they agree
+                    said = {n.agent: n.response for n in rounds[-1]}
+                    response, agreeing = self.vote(ctx, task, [said[a] for a in active], t - 1)
+                    if agreeing > 2 * len(active) // 3:
+                        consensus = response
+                        break
+            order = list(active) if debate else rng.sample(active, len(active))
             previous = rounds[-1] if rounds else []
+            latest = {n.agent: n for n in previous}  # debate: the active agents' latest, in order
+            common = [latest[a] for a in active if a in latest]
             nodes: list[Node] = []
             rounds.append(nodes)
             activated.append(order)
             first = 2 * len(order) // 3 + 1
             for batch in [order[:first], *([name] for name in order[first:])]:
-                shown = {name: rng.sample(previous, len(previous)) for name in batch}
+                if debate:
+                    shown = dict.fromkeys(batch, common)
+                else:
+                    shown = {name: rng.sample(previous, len(previous)) for name in batch}
                 nodes += await asyncio.gather(
-                    *(self.activate(task, agents[name], t, shown[name]) for name in batch)
+                    *(
+                        self.activate(task, agents[name], t, shown[name], rate=not debate)
+                        for name in batch
+                    )
                 )
-                decision = propose_vote(ctx, task, [n.response for n in nodes], round=t)
-                if max(decision.vote.counts.values(), default=0) > 2 * len(order) // 3:
-                    consensus = decision.response
+                response, agreeing = self.vote(ctx, task, [n.response for n in nodes], t, text)
+                if agreeing > 2 * len(order) // 3:
+                    consensus = response
                     break
             if consensus is not None:
                 break
 
-        answer = consensus or majority_decision(task, [n.response for n in rounds[-1]]).response
+        last = [n.response for n in rounds[-1]]
+        answer = consensus if consensus is not None else self.vote(ctx, task, last, t, text)[0]
         importance = agent_importance(rounds, answer_key(task, answer), names)
         return Solution(
             answer=answer,
             metadata={
+                "variant": "math" if debate else "network",
                 "team": dict(zip(names, team, strict=True)),
                 "importance": importance,
                 "stopped_early": consensus is not None,
                 "rounds_run": len(rounds),
                 "activated": activated,
+                **({"picked": picked} if debate else {}),
             },
         )
 
-    async def activate(self, task: Task, agent: Agent, t: int, shown: Sequence[Node]) -> Node:
-        """One node: round 0 answers the question; later rounds update and rate ``shown``."""
+    @staticmethod
+    def vote(
+        ctx: Context, task: Task, responses: Sequence[str], t: int, text: bool = False
+    ) -> tuple[str, int]:
+        """The winning response (proposed as the best answer so far) and how many responses
+        agree with it: by extracted answers, or with ``text`` by whole replies."""
+        if text:
+            best, agreeing = text_vote(responses)
+            ctx.propose(responses[best], round=t, agreeing=agreeing)
+            return responses[best], agreeing
+        decision = propose_vote(ctx, task, responses, round=t)
+        return decision.response, max(decision.vote.counts.values(), default=0)
+
+    async def activate(
+        self, task: Task, agent: Agent, t: int, shown: Sequence[Node], *, rate: bool = True
+    ) -> Node:
+        """One node: round 0 answers the question; later rounds update (and with ``rate``
+        rate) ``shown``."""
         if t == 0:
             reply = await agent.reply(task.prompt(), round=0, remember=False)
             return Node(agent.name, 0, reply.content, answer_key(task, reply.content))
-        reply, _ = await ask(
-            agent, update_prompt(task, [n.response for n in shown]), Update, round=t, remember=False
-        )
-        response, ratings = read_update(reply.content, len(shown))
+        solutions = [n.response for n in shown]
+        if rate:
+            said, _ = await ask(
+                agent, update_prompt(task, solutions), Update, round=t, remember=False
+            )
+            response, ratings = read_update(said.content, len(shown))
+        else:
+            said = await agent.reply(debate_prompt(task, solutions), round=t, remember=False)
+            response, ratings = said.content, [NEUTRAL_RATING] * len(shown)
         weights = dict(zip((n.agent for n in shown), edge_weights(ratings), strict=True))
         return Node(agent.name, t, response, answer_key(task, response), weights)
 
     async def rank(
-        self, task: Task, ranker: Agent, previous: Sequence[Node], rng: random.Random, t: int
+        self,
+        task: Task,
+        ranker: Agent,
+        previous: Sequence[Node],
+        t: int,
+        *,
+        rng: random.Random | None,
     ) -> list[str]:
-        """The agents whose round t-1 solutions the listwise ranker finds best (agent ids)."""
-        shown = rng.sample(previous, len(previous))
+        """The agents whose round t-1 solutions the listwise ranker finds best (agent ids),
+        shown shuffled with ``rng`` (None: in the order given)."""
+        shown = rng.sample(previous, len(previous)) if rng else list(previous)
         reply, _ = await ask(
             ranker,
             ranker_prompt(task, [n.response for n in shown]),

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
-from helpers import TASK, TwoModels, agent_of, method_runner, records_of
+from helpers import TASK, TwoModels, agent_of, method_runner, prompts_of, records_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
@@ -373,3 +373,140 @@ def test_the_command_line_runs_agentverse_end_to_end(tmp_path):
         ("critic_1", "scripted:echo"),
         ("evaluator", f"scripted:{judge}"),
     ]  # the evaluator passed the first turn
+
+
+# --- MASLab's protocol (preset=maslab) ----------------------------------------------------------
+
+ITEM = re.compile(
+    r"\[(expert-\d-\d|Evaluator)\]\n(review by critic_\d of sol-\d+|sol-\d+|advice-\d)"
+)
+
+
+def items(prompt: str) -> list[str]:
+    """The history items a prompt shows, oldest first, as 'author: item'."""
+    return [f"{who}: {what}" for who, what in ITEM.findall(prompt)]
+
+
+def shared_script(agree: Agree = never, pass_at: int | None = None):
+    """As ``script``, but a critic's review names the last solution its prompt shows."""
+    respond = script(agree, pass_at)
+
+    def reply(request: ChatRequest) -> str:
+        text = respond(request)
+        if agent_of(request).startswith("critic_"):
+            last = re.findall(r"sol-\d+", last_user_message(request))[-1]
+            text = re.sub(r"of (sol-\d+|\?)", f"of {last}", text)
+        return text
+
+    return reply
+
+
+def test_the_maslab_preset_sets_its_protocol_and_explicit_settings_win():
+    config = AgentVerse(preset="maslab").config
+    assert (config.experts, config.max_turns, config.max_criticizing_rounds) == (2, 3, 3)
+    assert (config.context, config.solver_window, config.critic_window) == ("shared", 5, 3)
+    assert AgentVerse().config.context == "current"
+    explicit = AgentVerse(preset="maslab", experts=3, critic_window=1).config
+    assert (explicit.experts, explicit.critic_window, explicit.context) == (3, 1, "shared")
+    every_default = AgentVerse.Config().model_dump(mode="json")
+    assert AgentVerse({**every_default, "preset": "maslab"}).config == config
+    for bad in ({"preset": "nope"}, {"context": "all"}, {"solver_window": 0}):
+        with pytest.raises(ConfigError):
+            AgentVerse(**bad)
+
+
+async def test_the_maslab_preset_costs_maslabs_27_calls_at_most():
+    model = ScriptedModel(shared_script(never, None))
+    solution, ctx = await run(model, preset="maslab")
+    # MASLab's agentverse_main.py at cnt_agents 2, max_turn 3, max_criticizing_rounds 3: per
+    # turn a role assignment, a draft, 3 x (1 critic + 1 revision), an evaluation: 9; x 3 = 27
+    assert len(model.calls) == ctx.usage.calls == (1 + 1 + 3 * (1 + 1) + 1) * 3 == 27
+    assert solution.answer == "sol-11: The answer is 11."
+    model = ScriptedModel(shared_script(always, 1))
+    _, ctx = await run(model, preset="maslab")
+    assert ctx.usage.calls == 1 + 1 + 1 + 1  # consensus at once, passed at once: 4
+    # a disagreement, then agreement: the discussion ends (MASLab's never-cleared list of
+    # disagreeing reviews would run all three rounds: 9 calls a turn)
+    model = ScriptedModel(shared_script(lambda turn, rnd, critic: rnd >= 2, None))
+    solution, ctx = await run(model, preset="maslab")
+    assert ctx.usage.calls == 3 * (1 + 1 + 1 + 1 + 1 + 1) == 18
+    assert all(log["consensus"] and log["rounds"] == 2 for log in solution.metadata["turns"])
+
+
+async def test_the_shared_context_shows_the_last_5_and_3_history_items():
+    model = ScriptedModel(shared_script(never, None))
+    _, ctx = await run(model, preset="maslab", max_turns=2)
+    solver = [items(prompt_of(r)) for r in records_of(ctx, "solver")]
+    critic = [items(prompt_of(r)) for r in records_of(ctx, "critic_1")]
+    s = [f"expert-1-1: sol-{i}" for i in range(4)] + ["expert-2-1: sol-4"]
+    rv = [f"expert-1-2: review by critic_1 of sol-{i}" for i in range(3)]
+    advice = "Evaluator: advice-1"
+    assert solver[:4] == [
+        [],  # the first draft: no history yet
+        [s[0], rv[0]],
+        [s[0], rv[0], s[1], rv[1]],
+        [rv[0], s[1], rv[1], s[2], rv[2]],  # the last 5
+    ]
+    assert critic[:3] == [[s[0]], [s[0], rv[0], s[1]], [s[1], rv[1], s[2]]]  # the last 3
+    # the next turn's draft reads the last 5 items, the evaluator's advice last
+    assert solver[4] == [rv[1], s[2], rv[2], "expert-1-1: sol-3", advice]
+    assert critic[3] == ["expert-1-1: sol-3", advice, s[4]]
+    assert all(items(p) == [] for p in prompts_of(ctx, "recruiter"))
+    assert "advice-1" in prompts_of(ctx, "recruiter")[1]
+
+
+async def test_the_shared_context_does_not_depend_on_completion_order():
+    outcomes = []
+    for slow in ("critic_1", "critic_2"):
+        model = ScriptedModel(
+            shared_script(never, None), latency=lambda r, slow=slow: 0.01 * (agent_of(r) == slow)
+        )
+        solution, ctx = await run(model, preset="maslab", experts=3, max_turns=1)
+        calls = sorted((r.agent, repr(r.messages)) for r in ctx.ledger.records)
+        outcomes.append((calls, solution.answer))
+        revision = items(prompt_of(records_of(ctx, "solver")[1]))
+        assert revision == [
+            "expert-1-1: sol-0",
+            "expert-1-2: review by critic_1 of sol-0",
+            "expert-1-3: review by critic_2 of sol-0",
+        ]  # in critic order, whichever finished first
+    assert outcomes[0] == outcomes[1]
+
+
+async def test_the_maslab_preset_routes_roles_to_other_models():
+    method = AgentVerse(preset="maslab", experts=3, max_turns=1)
+    roles = method.check_model_roles({"critic_2": "scripted:b", "solver": "scripted:b"})
+    ctx = Context(
+        "scripted:a", models=TwoModels(lambda: shared_script(never, None)), model_roles=roles
+    )
+    await method.solve(TASK, ctx)
+    on_b = {r.agent for r in ctx.ledger.records if r.model == "scripted:b"}
+    assert on_b == {"critic_2", "solver"}
+
+
+async def test_the_maslab_preset_budget_stop_returns_the_latest_solution():
+    model = ScriptedModel(shared_script(never, None))
+    ctx = Context(model, budget=Budget(max_calls=6))  # recruit, draft, 2 x (critique, revision)
+    solution = await AgentVerse(preset="maslab").run_sample(TASK, ctx)
+    assert solution.answer == "sol-2: The answer is 2." and "budget" in solution.metadata
+
+
+def test_the_maslab_preset_runs_on_the_command_line(tmp_path):
+    out = tmp_path / "run"
+    code = main(
+        ["run", "--method", "agentverse", "--benchmark", "arith", "--model", "scripted:echo",
+         "--config", "preset=maslab", "--limit", "2", "--out", str(out), "--no-cache", "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    # an echoed critique repeats the [Agree] instruction and no echo is a verdict: 3 x 4 calls
+    assert len(results) == 2 and all(r["usage"]["calls"] == 12 for r in results)
+
+
+async def test_the_maslab_preset_survives_garbage_replies():
+    model = ScriptedModel(["", "", "", "", "not a verdict"] * 3, name="m")
+    solution, ctx = await run(model, preset="maslab", max_criticizing_rounds=1)
+    assert ctx.usage.calls == 3 * 5 and solution.answer == ""
+    assert [log["recruit"] for log in solution.metadata["turns"]] == ["fallback"] * 3
+    later_draft = prompt_of(records_of(ctx, "solver")[2])  # turn 2's draft reads the history
+    assert "[Evaluator]\nnot a verdict" in later_draft and f"[{GENERIC_EXPERTS[0]}]" in later_draft

@@ -14,19 +14,24 @@ from helpers import TASK, agent_of, method_runner
 from maslab.cli import main
 from maslab.core.context import Budget, Context
 from maslab.core.method import get_method
+from maslab.core.roles import numbered
 from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.methods.dylan import (
+    DEBATE_SYSTEM,
     DEFAULT_TEAM,
+    MMLU_POOL,
     DyLAN,
     Ranking,
     Update,
+    covers,
     edge_weights,
     read_ranking,
     read_update,
     system_prompt,
+    text_vote,
 )
 
 TAG = re.compile(r"(agent_\d+)@(\d+):")
@@ -404,4 +409,181 @@ def test_the_command_line_runs_dylan_end_to_end(tmp_path):
     )  # fmt: skip
     assert code == 0
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(results) == 2 and all(r["usage"]["calls"] == 3 for r in results)
+
+
+# --- MASLab's protocol (preset=maslab) ----------------------------------------------------------
+
+MATH_TASK = Task(
+    id="m1", question="What is 6 * 7?", answer_type="math", instruction="Box the answer."
+)
+
+
+def worded(agent: str, r: int) -> str:
+    """The answer 42 in words of the agent's own: no agent's reply covers another's."""
+    return " ".join(f"w{index_of(agent)}-{k}" for k in range(12)) + " so 42"
+
+
+def debate_script(
+    answer: Callable[[str, int], object] = distinct,
+    pick: Callable[[list[str]], list[int]] = lambda shown: [1, 2],
+) -> Callable[[ChatRequest], str]:
+    """Agent a in round r writes 'a@r: The answer is \\boxed{<answer(a, r)>}.' as plain text;
+    the ranker picks ``pick(shown)``."""
+
+    def respond(request: ChatRequest) -> str:
+        agent = agent_of(request)
+        if agent == "ranker":
+            return json.dumps({"reasoning": "RANKING", "best": pick(seen(request))})
+        r = round_of(request)
+        return f"{agent}@{r}: The answer is \\boxed{{{answer(agent, r)}}}."
+
+    return respond
+
+
+def test_the_maslab_preset_sets_its_protocol_and_explicit_settings_win():
+    config = DyLAN(preset="maslab").config
+    assert config.team == ("Assistant",) * 4 and config.rounds == 3
+    assert (config.variant, config.agreement) == ("by_task", "text")
+    defaults = DyLAN().config
+    assert (defaults.variant, defaults.agreement) == ("network", None)
+    mmlu = DyLAN(preset="maslab", team=MMLU_POOL, agreement="answer").config
+    assert (mmlu.team, mmlu.agreement, mmlu.variant) == (MMLU_POOL, "answer", "by_task")
+    every_default = DyLAN.Config().model_dump(mode="json")
+    assert DyLAN({**every_default, "preset": "maslab"}).config == config
+    for bad in ({"preset": "nope"}, {"variant": "mmlu"}, {"agreement": "bleu"}):
+        with pytest.raises(ConfigError):
+            DyLAN(**bad)
+
+
+def test_text_agreement_is_word_overlap_of_whole_replies():
+    ten = " ".join(f"w{k}" for k in range(10))
+    assert covers(ten, ten) and covers(ten, "W0 w1 w2 w3 w4 w5 w6 w7 w8 new")  # 9 of 10
+    assert not covers(ten, "w0 w1 w2 w3 w4 w5 w6 w7 new other")  # 8 of 10
+    assert covers(ten + " extra words", "w1 w2") and not covers("w1 w2", ten)  # one way
+    assert not covers(ten, "") and not covers("", ten)
+    assert text_vote(["a b", "c d", "c d", "a b"]) == (0, 2)  # ties: the earliest
+    assert text_vote(["x", "a b c", "a b c d e f g h i j"]) == (2, 2)
+    assert text_vote(["", ""]) == (0, 0)
+
+
+async def test_maslab_dylan_main_compares_whole_replies_and_costs_11_calls():
+    model = ScriptedModel(script(answer=lambda agent, r: 42))
+    _, ctx = await run(model)
+    assert ctx.usage.calls == 3  # our default: the same answer is a consensus at once
+    model = ScriptedModel(script(answer=worded))
+    solution, ctx = await run(model, preset="maslab")
+    # MASLab's dylan_main.py: 4 round-1 nodes, 4 round-2 nodes, 1 listwise ranker, the 2 it
+    # keeps in round 3: 4 + 4 + 1 + 2 = 11 (no two replies reach its 90% BLEU)
+    assert len(model.calls) == ctx.usage.calls == 4 + 4 + 1 + 2 == 11
+    meta = solution.metadata
+    assert meta["variant"] == "network" and meta["stopped_early"] is False
+    first = meta["activated"][-1][0]  # every reply has its own votes: the first activated
+    assert solution.answer == f"{first}@2: The answer is {worded(first, 2)}."
+    systems = {
+        c.request.messages[0]["content"] for c in model.calls if "agent" in agent_of(c.request)
+    }
+    assert systems == {system_prompt("Assistant")}
+    # identical replies cover each other: the text consensus stops after the first three
+    model = ScriptedModel(lambda request: "Same words: the answer is 42.")
+    solution, ctx = await run(model, preset="maslab")
+    assert ctx.usage.calls == 3 and solution.metadata["stopped_early"]
+
+
+async def test_maslab_dylan_mmlu_is_the_preset_with_its_team_of_7():
+    model = ScriptedModel(script(answer=distinct))
+    solution, ctx = await run(model, preset="maslab", team=MMLU_POOL, agreement="answer")
+    # MASLab's dylan_mmlu.py: 7 + 7 + 1 listwise ranker + 2 = 17
+    assert ctx.usage.calls == 7 + 7 + 1 + 2 == 17
+    assert solution.metadata["team"] == dict(zip(numbered("agent", 7), MMLU_POOL, strict=True))
+    model = ScriptedModel(script(answer=lambda agent, r: 42))
+    _, ctx = await run(model, preset="maslab", team=MMLU_POOL, agreement="answer")
+    assert ctx.usage.calls == 5  # answers compared: 5 of 7 agree (> floor(14/3))
+
+
+async def test_maslab_dylan_math_debates_and_lets_the_ranker_s_two_finish():
+    model = ScriptedModel(debate_script(pick=choose("agent_3", "agent_1")), latency=0.002)
+    solution, ctx = await run(model, task=MATH_TASK, preset="maslab")
+    # MASLab's dylan_math.py: 4 answers, 4 debate replies, 1 ranking, a final debate of the
+    # ranker's 2: 4 + 4 + 1 + 2 = 11
+    assert len(model.calls) == ctx.usage.calls == 4 + 4 + 1 + 2 == 11
+    meta = solution.metadata
+    assert meta["variant"] == "math" and meta["picked"] == ["agent_3", "agent_1"]
+    assert meta["activated"] == [["agent_1", "agent_2", "agent_3", "agent_4"]] * 2 + [
+        ["agent_3", "agent_1"]
+    ]
+    by_round: dict[int, list[ChatRequest]] = {}
+    for request in model.requests:
+        by_round.setdefault(round_of(request), []).append(request)
+    everyone = ["agent_1", "agent_2", "agent_3", "agent_4"]
+    for request in by_round[1]:  # every agent sees every round-0 solution, in agent order
+        assert seen(request) == everyone and request.response_format is None
+        assert "rate" not in last_user_message(request)
+    (ranker,) = [q for q in by_round[2] if agent_of(q) == "ranker"]
+    assert seen(ranker) == everyone  # in agent order, not shuffled
+    final = [q for q in by_round[2] if agent_of(q) != "ranker"]
+    assert sorted(agent_of(q) for q in final) == ["agent_1", "agent_3"]
+    assert all(seen(q) == ["agent_3", "agent_1"] for q in final)  # the picks, in pick order
+    assert {
+        c.request.messages[0]["content"] for c in model.calls if agent_of(c.request) != "ranker"
+    } == {DEBATE_SYSTEM}
+    assert solution.answer == "agent_3@2: The answer is \\boxed{3}."  # no majority: first pick
+
+
+async def test_maslab_dylan_math_stops_when_the_ranker_s_two_agree():
+    answers = {"agent_1": 5, "agent_2": 6, "agent_3": 5, "agent_4": 8}
+    model = ScriptedModel(
+        debate_script(answer=lambda agent, r: answers[agent], pick=choose("agent_1", "agent_3"))
+    )
+    solution, ctx = await run(model, task=MATH_TASK, preset="maslab")
+    assert ctx.usage.calls == 4 + 4 + 1  # the picks agree: no final debate
+    meta = solution.metadata
+    assert (
+        meta["stopped_early"]
+        and meta["rounds_run"] == 2
+        and meta["picked"] == ["agent_1", "agent_3"]
+    )
+    assert solution.answer == "agent_1@1: The answer is \\boxed{5}."
+    # the preset on a number task runs the network
+    model = ScriptedModel(script(answer=distinct))
+    solution, _ = await run(model, preset="maslab")
+    assert solution.metadata["variant"] == "network" and "picked" not in solution.metadata
+
+
+async def test_maslab_dylan_math_prompts_do_not_depend_on_completion_order():
+    def later_last(request: ChatRequest) -> float:
+        agent = agent_of(request)
+        return 0.0 if agent == "ranker" else 0.003 * index_of(agent)
+
+    def later_first(request: ChatRequest) -> float:
+        agent = agent_of(request)
+        return 0.0 if agent == "ranker" else 0.003 * (5 - index_of(agent))
+
+    outcomes = []
+    for latency in (later_last, later_first):
+        model = ScriptedModel(debate_script(), latency=latency)
+        solution, ctx = await run(model, task=MATH_TASK, variant="math")
+        calls = sorted((r.agent, r.round, repr(r.messages)) for r in ctx.ledger.records)
+        outcomes.append((calls, solution.answer, solution.metadata["importance"]))
+    assert outcomes[0] == outcomes[1] and len(outcomes[0][0]) == 11
+
+
+async def test_maslab_dylan_math_budget_stop_returns_the_latest_majority():
+    answers = {"agent_1": 5, "agent_2": 5, "agent_3": 7, "agent_4": 9}
+    model = ScriptedModel(debate_script(answer=lambda agent, r: answers[agent] if r == 0 else 1))
+    ctx = Context(model, budget=Budget(max_calls=5))  # round 0 done, round 1 cut short
+    solution = await DyLAN(variant="math").run_sample(MATH_TASK, ctx)
+    assert ctx.budget_stop is not None and solution.metadata["budget"]
+    assert solution.answer == "agent_1@0: The answer is \\boxed{5}."
+
+
+def test_the_maslab_preset_runs_on_the_command_line(tmp_path):
+    out = tmp_path / "run"
+    code = main(
+        ["run", "--method", "dylan", "--benchmark", "arith", "--model", "scripted:echo",
+         "--config", "preset=maslab", "--limit", "2", "--out", str(out), "--no-cache", "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    # echoed round-0 replies are the same text: the text consensus after three
     assert len(results) == 2 and all(r["usage"]["calls"] == 3 for r in results)

@@ -36,13 +36,17 @@ def prompt_of(record) -> str:
 # -- MacNet ----------------------------------------------------------------------------------
 
 
-def macnet_calls(edges: list[list[str]], nodes: int) -> int:
-    """|sources| + 2|E| + #merging nodes + [several sinks]."""
-    indegree = {f"node_{i}": 0 for i in range(nodes)}
+def macnet_calls(edges: list[list[str]], nodes: int | list[str]) -> int:
+    """|sources| + 2|E| + #merging nodes + [several sinks], over ``nodes`` (``node_0`` ..
+    ``node_<nodes-1>``, or these names) and every node an edge names (``output``)."""
+    names = [f"node_{i}" for i in range(nodes)] if isinstance(nodes, int) else nodes
+    indegree = dict.fromkeys(names, 0)
     outdegree = dict(indegree)
     for u, v in edges:
-        indegree[v] += 1
-        outdegree[u] += 1
+        indegree[v] = indegree.get(v, 0) + 1
+        outdegree[u] = outdegree.get(u, 0) + 1
+        indegree.setdefault(u, 0)
+        outdegree.setdefault(v, 0)
     sources = sum(d == 0 for d in indegree.values())
     merges = sum(d >= 2 for d in indegree.values())
     sinks = sum(d == 0 for d in outdegree.values())
@@ -157,6 +161,146 @@ async def test_macnet_single_agent_is_one_call():
     solution = await get_method("macnet")(agents=1).solve(TASK, Context(model))
     assert solution.answer == "The answer is 42."
     model.assert_consumed()
+
+
+# -- MacNet: MASLab's protocol (preset=maslab) ------------------------------------------------
+
+# MASLab's macnet_main.py (commit 74265c7) calls random.seed(2025) in inference, then
+# generate_random with agent_num 5: edge count random.randint(4, 10.0) = 8, forward pairs
+# shuffled with random.shuffle, the first 8 kept (derived by running Python's random)
+MASLAB_DAG = [(3, 4), (1, 3), (1, 4), (0, 4), (2, 4), (0, 1), (1, 2), (0, 3)]
+
+
+def node_edges(pairs) -> list[list[str]]:
+    return sorted([f"node_{u}", f"node_{v}"] for u, v in pairs)
+
+
+def test_macnet_maslab_preset_sets_its_protocol_and_explicit_settings_win():
+    config = macnet.MacNet(preset="maslab").config
+    assert (config.agents, config.topology, config.random_graph, config.seed) == (
+        5, "random", "edge_count", 2025
+    )  # fmt: skip
+    assert config.output_node and config.persona_pool == "professions"
+    assert len(macnet.PROFESSIONS) == len(set(macnet.PROFESSIONS)) == 99  # randint(1, 99)
+    explicit = macnet.MacNet(preset="maslab", seed=7, topology="chain", agents=6).config
+    assert (explicit.seed, explicit.topology, explicit.agents) == (7, "chain", 6)
+    assert explicit.random_graph == "edge_count" and explicit.output_node
+    every_default = macnet.MacNet.Config().model_dump(mode="json")
+    assert macnet.MacNet({**every_default, "preset": "maslab"}).config == config
+    defaults = macnet.MacNet().config
+    assert (defaults.random_graph, defaults.output_node, defaults.persona_pool) == (
+        "pairs", False, "short"
+    )  # fmt: skip
+    with pytest.raises(ConfigError):
+        macnet.MacNet(preset="other")
+
+
+async def test_macnet_maslab_preset_runs_maslabs_seed_2025_dag_in_21_calls():
+    for sample_seed in (0, 1):
+        model = ScriptedModel(unique_answers())
+        ctx = Context(model, seed=sample_seed)
+        solution = await get_method("macnet")(preset="maslab").solve(TASK, ctx)
+        edges = solution.metadata["edges"]
+        assert [e for e in edges if "output" in e] == [["node_4", "output"]]
+        assert sorted(e for e in edges if "output" not in e) == node_edges(MASLAB_DAG)
+        # MASLab's graph_inference as designed: a critic and an assistant call per edge (8 DAG
+        # edges + node_4 -> out), the input edge's assistant call alone (node_0 drafts), and
+        # a CC merge at node_3 (2 predecessors) and node_4 (4): 9 + 10 + 2 = 21. As run, its
+        # bug leaves the reviewed text empty: no critic, no merge, 10 calls.
+        assert len(model.calls) == ctx.usage.calls == 9 + 10 + 2 == 21
+        assert macnet_calls(edges, 5) == 21  # the formula, the output node as a node
+        temperatures = {
+            r.agent: c.request.temperature
+            for c, r in zip(model.calls, ctx.ledger.records, strict=True)
+        }
+        # 1 - depth / max_depth, MASLab's virtual input node at depth 0 and out at 5
+        expected = {"node_0": 0.8, "node_1": 0.6, "node_2": 0.4, "node_3": 0.4, "node_4": 0.2}
+        assert {a: temperatures[a] for a in expected} == pytest.approx(expected)
+        assert temperatures["output"] == temperatures["critic:node_4->output"] == 0
+        for call in model.calls:
+            system = call.request.messages[0]["content"]
+            if not system.startswith("You are a critical reviewer"):
+                assert any(p in system for p in macnet.PROFESSIONS)
+        merges = [r.agent for r in ctx.ledger.records if "Merge them" in prompt_of(r)]
+        assert sorted(merges) == ["node_3", "node_4"]
+        # the output edge's critic reviews node_4's merged artifact (MASLab's, empty)
+        artifacts = {m.sender: m.content for m in ctx.transcript if m.kind == "artifact"}
+        (critic,) = [r for r in ctx.ledger.records if r.agent == "critic:node_4->output"]
+        assert tokens(prompt_of(critic)) == tokens(artifacts["node_4"]) != set()
+        assert solution.answer == ctx.ledger.records[-1].response
+        assert ctx.ledger.records[-1].agent == "output"
+        assert solution.metadata["output"] == "output node"
+
+
+async def test_macnet_output_node_reviews_and_rewrites_each_sink():
+    model = ScriptedModel(unique_answers())
+    ctx = Context(model)
+    solution = await get_method("macnet")(topology="layered", output_node=True).solve(TASK, ctx)
+    artifacts = {m.sender: m.content for m in ctx.transcript if m.kind == "artifact"}
+    for sink in ("node_3", "node_4"):
+        critic = next(r for r in ctx.ledger.records if r.agent == f"critic:{sink}->output")
+        assert tokens(prompt_of(critic)) == tokens(artifacts[sink])
+    rewrites = [m for m in ctx.transcript if m.kind == "revision" and m.sender == "output"]
+    merge = ctx.ledger.records[-1]
+    assert merge.agent == "output" and "Merge them" in prompt_of(merge)
+    assert tokens(prompt_of(merge)) == {t for m in rewrites for t in tokens(m.content)}
+    assert len(rewrites) == 2 and solution.answer == merge.response == artifacts["output"]
+
+
+@pytest.mark.parametrize(
+    ("topology", "calls"),
+    [("chain", 2 * 5 + 1), ("star", 1 + 2 * (4 + 4) + 1), ("layered", 3 + 2 * (6 + 2) + 2 + 1)],
+)
+async def test_macnet_output_node_adds_two_calls_a_sink_and_a_merge(topology, calls):
+    model = ScriptedModel(unique_answers())
+    ctx = Context(model)
+    solution = await get_method("macnet")(topology=topology, output_node=True).solve(TASK, ctx)
+    edges = solution.metadata["edges"]
+    sinks = [u for u, v in edges if v == "output"]
+    assert sinks == ctx.topology.predecessors("output") and len(edges) > len(sinks)
+    # the formula with the output node as a node; without it, 2 calls less a sink (the merge
+    # of several sinks is the output node's now)
+    assert len(model.calls) == calls == macnet_calls(edges, 5)
+    plain = [e for e in edges if "output" not in e]
+    assert calls == macnet_calls(plain, 5) + 2 * len(sinks)
+
+
+@pytest.mark.parametrize("agents", [1, 2, 5, 6, 8])
+async def test_macnet_edge_count_dags_are_maslabs_draws(agents):
+    for seed in range(6):
+        names = [f"node_{i}" for i in range(agents)]
+        topology = macnet.build_topology("random", names, seed, "edge_count")
+        pairs = macnet.edge_count_dag(agents, seed)
+        assert sorted(topology.edges) == sorted((f"node_{u}", f"node_{v}") for u, v in pairs)
+        assert agents - 1 <= len(pairs) <= agents * (agents - 1) // 2
+        assert all(u < v for u, v in pairs) and len(set(pairs)) == len(pairs)
+        touched = {n for edge in topology.edges for n in edge}
+        assert set(topology.nodes) == (touched or {"node_0"})  # isolated nodes are dropped
+    assert any(
+        len({n for e in macnet.edge_count_dag(6, s) for n in e}) < 6 for s in range(40)
+    )  # some draws leave a node out
+    model = ScriptedModel(unique_answers())
+    solution = await get_method("macnet")(agents=agents, random_graph="edge_count", seed=3).solve(
+        TASK, Context(model)
+    )
+    edges = solution.metadata["edges"]
+    assert sorted(map(tuple, edges)) == sorted(
+        (f"node_{u}", f"node_{v}") for u, v in macnet.edge_count_dag(agents, 3)
+    )
+    touched = sorted({n for edge in edges for n in edge}) or ["node_0"]
+    assert len(model.calls) == macnet_calls(edges, touched)
+
+
+def test_macnet_maslab_preset_on_the_command_line(tmp_path):
+    out = tmp_path / "run"
+    code = main(
+        ["run", "--method", "macnet", "--benchmark", "arith", "--limit", "2",
+         "--model", "scripted:echo", "--config", "preset=maslab", "--no-cache", "--quiet",
+         "--out", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(results) == 2 and all(r["usage"]["calls"] == 21 for r in results)
 
 
 # -- GoAgent ---------------------------------------------------------------------------------
