@@ -46,6 +46,7 @@ from typing import Any, ClassVar, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import to_jsonable_python
 
 from maslab import defaults
 from maslab.bench.evaluation import Score
@@ -115,6 +116,9 @@ class ResultRecord(BaseModel):
     signals: dict[str, float] = Field(default_factory=dict)
     tool_calls: int = 0
     tool_errors: int = 0
+    truncated_calls: int = 0
+    """The sample's model calls (scoring included) whose reply was cut at ``max_tokens``
+    (``finish_reason`` "length"); 0 in runs recorded before it was counted."""
 
     @property
     def key(self) -> Key:
@@ -372,8 +376,22 @@ class Manifest(BaseModel):
         return Path("runs") / _slug(self.benchmark) / name
 
     def identity_differences(self, other: Manifest) -> list[str]:
-        """The identity fields in which ``other`` differs from this manifest."""
-        return [k for k in self.IDENTITY if getattr(self, k) != getattr(other, k)]
+        """The identity fields in which ``other`` (the run asked for now) differs from this
+        manifest. An option this manifest lacks that ``other`` holds at its plug-in's default is
+        no difference: the option was added since this run was written, and its default is
+        what the run did."""
+        return [k for k in self.IDENTITY if not self._same(k, other)]
+
+    def _same(self, key: str, other: Manifest) -> bool:
+        mine, theirs = getattr(self, key), getattr(other, key)
+        if mine == theirs:
+            return True
+        if key not in ("method_config", "evaluator_options"):
+            return False
+        if mine.keys() - theirs.keys() or any(mine[k] != theirs[k] for k in mine):
+            return False
+        defaults = _option_defaults(key, other)
+        return all(k in defaults and theirs[k] == defaults[k] for k in theirs.keys() - mine.keys())
 
     def describe_caps(self) -> list[str]:
         """One line per model in ``endpoint_caps``: its cap binds, not ``--concurrency``."""
@@ -399,6 +417,24 @@ class Manifest(BaseModel):
         if self.task_ids is None:
             return None
         return {(task, repeat) for task in self.task_ids for repeat in range(self.repeats)}
+
+
+def _option_defaults(key: str, manifest: Manifest) -> dict[str, Any]:
+    """The defaults of the method's settings (``method_config``) or the evaluator's options
+    (``evaluator_options``) of ``manifest``, as JSON values; none if the plug-in is unknown."""
+    from maslab.bench.evaluation import get_evaluator
+    from maslab.core.method import get_method
+
+    by_method = key == "method_config"
+    try:
+        plugin = get_method(manifest.method) if by_method else get_evaluator(manifest.evaluator)
+    except ConfigError:
+        return {}
+    return {
+        name: to_jsonable_python(field.get_default(call_default_factory=True))
+        for name, field in plugin.Config.model_fields.items()
+        if not field.is_required()
+    }
 
 
 def _slug(text: str) -> str:

@@ -70,3 +70,23 @@ def test_an_identity_change_is_another_directory(options):
 )  # fmt: skip
 def test_what_is_not_identity_keeps_the_directory(options):
     assert directory(**options) == directory()
+
+
+@pytest.mark.parametrize(
+    ("key", "added", "same"),
+    [
+        ("method_config", {"aggregate": "majority"}, True),  # an option added since, at its default
+        ("method_config", {"aggregate": "llm"}, False),  # ... not at its default
+        ("method_config", {"nonsense": 1}, False),  # not an option of the method
+        ("evaluator_options", {"rel_tol": 1e-6}, True),
+        ("evaluator_options", {"rel_tol": 0.1}, False),
+    ],
+)
+def test_an_option_added_since_a_run_was_written_resumes_it_at_its_default(key, added, same):
+    config = run_config("llm_debate", "arith", "scripted:echo", out=Path("run"))
+    now = Runner(config).manifest
+    written = now.model_copy(update={key: {k: v for k, v in getattr(now, key).items()
+                                           if k not in added}})  # fmt: skip
+    asked = now.model_copy(update={key: {**getattr(written, key), **added}})
+    assert written.identity_differences(asked) == ([] if same else [key])
+    assert asked.identity_differences(written) == [key]  # an option the run asked for went away
