@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import Field, StrictFloat, StrictInt
 
 from maslab.bench.evaluation import Evaluator, Score, gold_of, register_evaluator
-from maslab.core.answers import extract_answer
+from maslab.core.answers import extract_answer, strict_answer
 from maslab.core.context import Context
 from maslab.core.task import Task
 from maslab.evaluators.numeric import numbers_equal
@@ -187,12 +187,28 @@ class MathEvaluator(Evaluator):
         self._pool = _Pool(self.config.workers, _check)
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        """math-verify's verdict on the whole answer (flexible), and in its details the same
+        check of the answer in the instructed form only (strict: :meth:`Score.with_strict`): a
+        second check when there is one and the first did not fail (time out)."""
         gold = gold_of(task)
+        strict = strict_answer(answer, "math")
         try:
-            verdict, parsed = await self._pool.check(gold, answer, self.timeout_s)
+            score = await self._grade(gold, answer)
         except _WorkerFailed as failure:
             extracted = extract_answer(answer, "math")
-            return Score(value=0.0, correct=False, extracted=extracted, explanation=str(failure))
+            failed = Score(value=0.0, correct=False, extracted=extracted, explanation=str(failure))
+            return failed.with_strict(strict, False)
+        if strict is None:
+            return score.with_strict(None, False)
+        try:
+            correct = (await self._grade(gold, f"${strict}$")).correct
+        except _WorkerFailed:
+            correct = False
+        return score.with_strict(strict, correct)
+
+    async def _grade(self, gold: str, answer: str) -> Score:
+        """math-verify's verdict on ``answer``; raises :class:`_WorkerFailed` when it gave none."""
+        verdict, parsed = await self._pool.check(gold, answer, self.timeout_s)
         extracted = parsed or extract_answer(answer, "math")
         if extracted is None:
             return Score.unparsable()

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pydantic import Field, StrictFloat
 
 from maslab.bench.evaluation import Evaluator, Score, gold_of, register_evaluator
-from maslab.core.answers import extract_answer, normalize_answer
+from maslab.core.answers import extract_answer, normalize_answer, strict_answer
 from maslab.core.context import Context
 from maslab.core.task import Task
 from maslab.errors import ConfigError
@@ -67,13 +67,23 @@ class NumericEvaluator(Evaluator):
         _gold_number(task)
 
     async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        """The last number the answer gives (flexible), and in its details the number it gives
+        in the instructed form (strict: :meth:`Score.with_strict`)."""
         gold, expected = gold_of(task), _gold_number(task)
         extracted = extract_answer(answer, "number")
-        if extracted is None:
-            return Score.unparsable()
+        strict = strict_answer(answer, "number")
+        score = (
+            Score.unparsable()
+            if extracted is None
+            else Score.graded(self._equal(extracted, expected), extracted, gold)
+        )
+        same = strict is not None and strict == extracted  # the same text: parsed once
+        correct = score.correct if same else strict is not None and self._equal(strict, expected)
+        return score.with_strict(strict, correct)
+
+    def _equal(self, extracted: str, expected: Fraction) -> bool:
         found = parse_number(extracted)
-        correct = found is not None and _close(found, expected, self.config.rel_tol)
-        return Score.graded(correct, extracted, gold)
+        return found is not None and _close(found, expected, self.config.rel_tol)
 
 
 def _gold_number(task: Task) -> Fraction:

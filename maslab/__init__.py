@@ -32,6 +32,7 @@ core reaches a plug-in only through its registry.
     run = maslab.evaluate("llm_debate", "arith", "openai:gpt-4o-mini", limit=20)  # as `maslab run`
     print(run.accuracy, run.summary.ci)
     run.to_pandas()  # one row per sample
+    maslab.load_runs("runs/arith/*").runs_df()  # one row per run (samples_df, messages_df)
 
     debate = maslab.get_method("llm_debate")(agents=3, rounds=2)  # one question, in a script
     outcome = debate.run("What is 17 * 23?", "openai:gpt-4o-mini")
@@ -47,6 +48,7 @@ from maslab.lazy import lazy_exports
 moved.install()  # the flat layout's module paths still import
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time each name loads on first use
+    from maslab.analysis.frames import Runs, load_runs
     from maslab.analysis.run_result import RunResult, load_run
     from maslab.api import aevaluate, evaluate
     from maslab.bench.benchmark import Benchmark, get_benchmark, list_benchmarks
@@ -98,6 +100,8 @@ __getattr__, __dir__ = lazy_exports(
         "register_method": "maslab.core.method",
         "RunResult": "maslab.analysis.run_result",
         "load_run": "maslab.analysis.run_result",
+        "Runs": "maslab.analysis.frames",
+        "load_runs": "maslab.analysis.frames",
         "Solution": "maslab.core.task",
         "Task": "maslab.core.task",
         "Topology": "maslab.core.topology",
@@ -123,6 +127,7 @@ __all__ = [
     "MethodConfig",
     "ModelPool",
     "RunResult",
+    "Runs",
     "SampleEnded",
     "Score",
     "Solution",
@@ -140,5 +145,6 @@ __all__ = [
     "list_methods",
     "load_model",
     "load_run",
+    "load_runs",
     "register_method",
 ]

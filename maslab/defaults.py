@@ -12,11 +12,19 @@ from typing import Any, Final
 
 # The embedded offline model (llama.cpp on SmolLM2-135M): what runs when no model is named.
 DEMO_MODEL = "local:smollm2-135m"
-# Tokens per call on the demo model, which is slow and rambles.
-DEMO_MAX_TOKENS = 256
 
 TEMPERATURE = 0.5
-MAX_TOKENS = 2048  # per model call
+MAX_TOKENS = 2048
+"""Completion tokens per model call: the one default, for every model (MASLab's value, the
+fair settings), unless ``--max-tokens`` says otherwise. :data:`DEMO_MAX_TOKENS` is the one
+model that runs under its own cap."""
+DEMO_MAX_TOKENS = 256
+"""Completion tokens per call on :data:`DEMO_MODEL` when ``--max-tokens`` is not given: that
+model's own setting, not a second default. It rambles to whatever cap it gets, on the CPU: a
+task of the README's first command (``llm_debate`` on ``arith``) took 31 s at this cap, 5 of
+its 6 replies cut, and 390 s at :data:`MAX_TOKENS`, where the second round's replies ran into
+the end of its 4,096-token context instead. A run on it is a demonstration, not at the fair
+settings (``--max-tokens 2048`` puts it there)."""
 # The sampling parameters every method of a run gets (read-only: copy it to change it).
 SAMPLING: Mapping[str, Any] = MappingProxyType(
     {"temperature": TEMPERATURE, "max_tokens": MAX_TOKENS}

@@ -17,13 +17,25 @@ SAME_DATA = ("benchmark", "split", "dataset_hash", "benchmark_options")
 """What must match for two runs' task ids to name the same questions."""
 
 
+def format_p_value(p: float) -> str:
+    """A p-value as maslab prints it: ``p = 0.031``, or ``p < 0.001`` below that."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def run_name(run: RunResult) -> str:
+    """A run as a comparison names it: method · model · its directory's name."""
+    return f"{run.manifest.method} · {run.manifest.model} · {run.dir.name}"
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """B against A: the paired figures, the data settings in which the runs differ (only
-    when paired by id anyway) and the widest repeat-to-repeat spread of either run's
-    single-repeat accuracy (None without repeats)."""
+    """Run A against run B, in the order given: the paired figures (whose ``difference`` is
+    B − A; :meth:`describe` prints A − B), the runs' names (:func:`run_name`), the data settings
+    in which they differ (only when paired by id anyway) and the widest repeat-to-repeat spread
+    of either run's single-repeat accuracy (None without repeats)."""
 
     paired: Paired
+    names: tuple[str, str]
     data_differs: tuple[str, ...] = ()
     noise: float | None = None
 
@@ -41,16 +53,20 @@ class Comparison:
         return f"paired by task id although {', '.join(self.data_differs)} differ"
 
     def describe(self) -> list[str]:
-        """The figures in words, then the noise judgement where it applies."""
+        """The runs named, the figures in words (A − B), then the noise judgement where it
+        applies."""
         p = self.paired
         lo, hi = p.ci
         test = "McNemar" if p.test == "mcnemar" else "paired permutation test"
         unpaired = f" ({p.only_a} tasks only in A, {p.only_b} only in B)"
         lines = [
+            f"A: {self.names[0]}",
+            f"B: {self.names[1]}",
             f"{p.n} paired tasks ({p.repeats_a} and {p.repeats_b} repeats): A {p.accuracy_a:.1%}, "
-            f"B {p.accuracy_b:.1%}, B − A = {p.difference:+.1%} [{lo:+.1%}, {hi:+.1%}]; "
+            f"B {p.accuracy_b:.1%}, A − B = {_signed(-p.difference)} "
+            f"[{_signed(-hi)}, {_signed(-lo)}]; "
             f"A better on {p.a_only_correct} tasks, B better on {p.b_only_correct}; "
-            f"{test} p = {p.p_value:.4g}" + (unpaired if p.only_a or p.only_b else "")
+            f"{test} {format_p_value(p.p_value)}" + (unpaired if p.only_a or p.only_b else ""),
         ]
         if self.inside_noise:
             lines.append(
@@ -61,8 +77,13 @@ class Comparison:
         return lines
 
 
+def _signed(share: float) -> str:
+    """A signed percentage, ``+0.0%`` for either zero."""
+    return f"{share + 0.0:+.1%}"
+
+
 def compare(a: RunResult, b: RunResult, *, pair_by_id: bool = False) -> Comparison:
-    """B against A, paired by task. A one-line :class:`ConfigError` when the runs ran on
+    """A against B, paired by task. A one-line :class:`ConfigError` when the runs ran on
     different data (unless ``pair_by_id``), either has no results, or they share no task."""
     differ = tuple(k for k in SAME_DATA if getattr(a.manifest, k) != getattr(b.manifest, k))
     if differ and not pair_by_id:
@@ -79,4 +100,5 @@ def compare(a: RunResult, b: RunResult, *, pair_by_id: bool = False) -> Comparis
         )
     spreads = [run.summary.repeat_spread for run in (a, b)]
     noise = max((high - low for low, high, _ in filter(None, spreads)), default=None)
-    return Comparison(paired_comparison(a.records, b.records), differ, noise)
+    names = (run_name(a), run_name(b))
+    return Comparison(paired_comparison(a.records, b.records), names, differ, noise)

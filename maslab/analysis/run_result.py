@@ -1,5 +1,6 @@
 """A run read back from its directory: its manifest, records and summary, and one flat table
-row per sample (what ``to_pandas()`` and ``maslab export`` give)."""
+row per sample (what ``to_pandas()`` and ``maslab export`` give), each beginning with the
+columns that say which run it is of."""
 
 from __future__ import annotations
 
@@ -25,12 +26,19 @@ if TYPE_CHECKING:
     from maslab.analysis.comparison import Comparison
     from maslab.analysis.stats import Summary
 
-# the flat table's columns, in order, with the type of their non-empty values
-SAMPLE_COLUMNS: dict[str, type] = {
+# the columns that say which run a row is of (every table of runs begins with them but
+# ``Runs.runs_df()``, whose directory comes last), with the type of their values
+RUN_COLUMNS: dict[str, type] = {
     "method": str,
     "benchmark": str,
     "model": str,
     "split": str,
+    "seed": int,
+    "directory": str,
+}
+# the flat table's columns, in order, with the type of their non-empty values
+SAMPLE_COLUMNS: dict[str, type] = {
+    **RUN_COLUMNS,
     "task_id": str,
     "repeat": int,
     "status": str,
@@ -65,20 +73,40 @@ def run_label(manifest: Manifest) -> str:
     return f"{manifest.method} · {manifest.benchmark} · {manifest.model}"
 
 
-def sample_rows(manifest: Manifest, records: list[ResultRecord]) -> list[dict[str, Any]]:
-    """One flat row per record, with the columns of :data:`SAMPLE_COLUMNS` (None where a
-    record has no value: no score for an errored sample, no error for a finished one).
+def run_columns(manifest: Manifest, directory: Path) -> dict[str, Any]:
+    """The values of :data:`RUN_COLUMNS` for the run in ``directory``."""
+    return {
+        "method": manifest.method,
+        "benchmark": manifest.benchmark,
+        "model": manifest.model,
+        "split": manifest.split,
+        "seed": manifest.seed,
+        "directory": str(directory),
+    }
+
+
+def data_frame(rows: list[dict[str, Any]], columns: list[str] | None, what: str) -> pd.DataFrame:
+    """``rows`` as a pandas DataFrame with ``columns`` (None: every key, in the order first
+    seen); without pandas, a one-line :class:`ConfigError` saying that ``what`` needs it."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ConfigError(f"{what} needs pandas: pip install pandas") from None
+    return pd.DataFrame(rows, columns=columns)
+
+
+def sample_rows(
+    manifest: Manifest, records: list[ResultRecord], directory: Path
+) -> list[dict[str, Any]]:
+    """One flat row per record of the run in ``directory``, with the columns of
+    :data:`SAMPLE_COLUMNS` (None where a record has no value: no score for an errored sample,
+    no error for a finished one).
 
     ``tokens`` are the tokens the method used (spent plus replayed from the cache),
     ``latency_s`` its model time and ``elapsed_s`` the sample's wall time; the scoring columns
     count an LLM judge's calls, which are not the method's cost.
     """
-    run = {
-        "method": manifest.method,
-        "benchmark": manifest.benchmark,
-        "model": manifest.model,
-        "split": manifest.split,
-    }
+    run = run_columns(manifest, directory)
     rows = []
     for r in records:
         score = r.score
@@ -157,15 +185,11 @@ class RunResult:
 
     def to_records(self) -> list[dict[str, Any]]:
         """One flat dict per sample (see :func:`sample_rows`)."""
-        return sample_rows(self.manifest, self.records)
+        return sample_rows(self.manifest, self.records, self.dir)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample, the columns of :data:`SAMPLE_COLUMNS`; needs pandas."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ConfigError("to_pandas() needs pandas: pip install pandas") from None
-        return pd.DataFrame(self.to_records(), columns=list(SAMPLE_COLUMNS))
+        return data_frame(self.to_records(), list(SAMPLE_COLUMNS), "to_pandas()")
 
     def _figures(self) -> list[tuple[str, str]]:
         s = self.summary

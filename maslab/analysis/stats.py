@@ -12,9 +12,11 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
+from maslab.bench.evaluation import Strict
 from maslab.store.run_store import CACHED_KEYS, SPENT_KEYS, ResultRecord
 
 _PROMPT = ("prompt_tokens", "cached_prompt_tokens")
@@ -134,19 +136,49 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.prod((c - i) / (n - i) for i in range(k))
 
 
-def outcomes_by_task(records: Iterable[ResultRecord]) -> dict[str, list[bool]]:
-    """task_id -> correctness of each of its records."""
+def outcomes_by_task(
+    records: Iterable[ResultRecord], verdict: Callable[[ResultRecord], bool] | None = None
+) -> dict[str, list[bool]]:
+    """task_id -> correctness of each of its records (by ``verdict``, by default the score's)."""
     outcomes: dict[str, list[bool]] = defaultdict(list)
     for r in records:
-        outcomes[r.task_id].append(r.correct)
+        outcomes[r.task_id].append(r.correct if verdict is None else verdict(r))
     return dict(outcomes)
+
+
+def _task_means(outcomes: Mapping[str, Sequence[bool]]) -> list[float]:
+    return [sum(v) / len(v) for v in outcomes.values()]
+
+
+def _strict(record: ResultRecord) -> Strict | None:
+    return record.score.strict if record.score is not None else None
+
+
+def _strictly_correct(record: ResultRecord) -> bool:
+    verdict = _strict(record)
+    return verdict is not None and verdict.correct
+
+
+def _strict_fields(records: Sequence[ResultRecord], confidence: float) -> dict[str, Any]:
+    """The summary's ``strict_accuracy``, ``strict_ci`` and ``compliance``; none when a scored
+    record has no strict verdict (an evaluator that records none, or scores from before)."""
+    scored = [_strict(r) for r in records if r.score is not None]
+    if not scored or None in scored:
+        return {}
+    outcomes = outcomes_by_task(records, _strictly_correct)
+    in_form = sum((v := _strict(r)) is not None and v.extracted is not None for r in records)
+    return {
+        "strict_accuracy": _mean_over_tasks(outcomes),
+        "strict_ci": clustered_interval(_task_means(outcomes), len(records), confidence),
+        "compliance": in_form / len(records),
+    }
 
 
 def _mean_over_tasks(outcomes: Mapping[str, Sequence[bool]]) -> float:
     """Mean over tasks of each task's mean correctness; 0 without tasks."""
     if not outcomes:
         return 0.0
-    return math.fsum(sum(v) / len(v) for v in outcomes.values()) / len(outcomes)
+    return math.fsum(_task_means(outcomes)) / len(outcomes)
 
 
 def _total(usages: Iterable[Mapping[str, float]], keys: Iterable[str]) -> float:
@@ -173,6 +205,13 @@ class Summary:
     optimisation step included.
     ``estimated_calls`` counts the records' calls (method and scoring) whose token usage the
     server did not report.
+
+    When the evaluator records strict verdicts (:attr:`Score.strict`: the answer in the
+    instructed form only), ``strict_accuracy`` and ``strict_ci`` are their accuracy, as
+    ``accuracy`` is the score's (the flexible verdict), and ``compliance`` the share of records
+    whose answer is in the instructed form; all None when a scored record has no strict verdict.
+    ``truncated_calls`` and ``truncated_samples``: the records' calls cut at ``max_tokens``, and
+    the records with at least one (:attr:`ResultRecord.truncated_calls`).
     """
 
     n: int
@@ -206,6 +245,32 @@ class Summary:
     optimize_attempts: int = 0
     optimize_calls: int = 0
     optimize_tokens: int = 0
+    strict_accuracy: float | None = None
+    strict_ci: tuple[float, float] | None = None
+    compliance: float | None = None
+    truncated_calls: int = 0
+    truncated_samples: int = 0
+
+    def describe_strict(self) -> str | None:
+        """'strict 40.0% [11.8%, 76.9%], 60.0% of samples in the instructed form'; None when
+        the evaluator records no strict verdicts."""
+        if self.strict_accuracy is None or self.strict_ci is None or self.compliance is None:
+            return None
+        lo, hi = self.strict_ci
+        return (
+            f"strict {self.strict_accuracy:.1%} [{lo:.1%}, {hi:.1%}], "
+            f"{self.compliance:.1%} of samples in the instructed form"
+        )
+
+    def describe_truncation(self) -> str | None:
+        """'1.20 replies cut at max_tokens per sample, in 3 of 5 samples (60.0%)'; None when no
+        reply was cut."""
+        if not self.truncated_calls:
+            return None
+        return (
+            f"{self.truncated_calls / self.n:.2f} replies cut at max_tokens per sample, in "
+            f"{self.truncated_samples} of {self.n} samples ({self.truncated_samples / self.n:.1%})"
+        )
 
     def describe_optimization(self) -> str | None:
         """'optimisation: 12 calls, 3,456 tokens' (its attempts, if more than one); None
@@ -351,7 +416,7 @@ def summarize(
         correct=sum(r.correct for r in records),
         accuracy=_mean_over_tasks(outcomes),
         graded=not scores or not all(score.measurement for score in scores),
-        ci=clustered_interval([sum(v) / len(v) for v in outcomes.values()], n, confidence),
+        ci=clustered_interval(_task_means(outcomes), n, confidence),
         unparsed=sum(r.unparsed for r in records),
         errors=sum(r.status == "error" for r in records),
         budget_stopped=sum(r.status == "budget" for r in records),
@@ -375,6 +440,9 @@ def summarize(
         optimize_attempts=len(optimization),
         optimize_calls=round(_total(optimizing, ["calls"])),
         optimize_tokens=round(_total(optimizing, SPENT_KEYS + CACHED_KEYS)),
+        **_strict_fields(records, confidence),
+        truncated_calls=sum(r.truncated_calls for r in records),
+        truncated_samples=sum(r.truncated_calls > 0 for r in records),
     )
 
 

@@ -18,12 +18,20 @@ value above 0 that it did (a count, or a magnitude). The views of the trace are 
 (:func:`maslab.analysis.trajectory.final_answer`) is
   held by fewer than half of the agents' answers in that last round (value 1).
 - ``unparsed``: the evaluator found no answer in a sample that did not error (value 1).
+- ``strict_flexible_disagree``: the evaluator's strict verdict (the answer in the instructed
+  form only: :attr:`Score.strict <maslab.bench.evaluation.Score.strict>`) differs from its
+  score, the flexible one (value 1): mostly a right answer not given in the asked form, or a
+  hedge whose last number happens to be right; none where the evaluator records no strict
+  verdict.
 - ``budget_stop``: the sample's budget ended it (status ``budget``; value 1).
 - ``retries``: requests the retry layer sent again (a 429, a 5xx, a timeout): over the trace's
   calls, their ``attempts`` beyond the first (traces from before attempts were recorded count
   none).
 - ``failed_calls``: model calls that failed for good (``error`` set in the trace's calls: what
   the retry layer could not recover, so a method or a resume had to go on without it).
+- ``truncated``: replies cut at ``max_tokens`` (``finish_reason`` "length" in the trace's calls,
+  scoring included: :func:`truncated_calls`, the record's ``truncated_calls``); traces from
+  before finish reasons were recorded count none.
 - ``errors``: the sample errored (status ``error``; value 1).
 - ``tool_failures``: tool results that are errors: messages of kind ``observation`` (how methods
   post what a tool returned) reading ``error: ...`` (:func:`maslab.kit.tools.run_tool`'s failures)
@@ -91,9 +99,11 @@ SIGNALS: dict[str, str] = {
     "repetition": "an agent sent a message near-identical to an earlier one of its own",
     "minority_consensus": "the final answer is held by fewer than half of the agents",
     "unparsed": "the evaluator found no answer",
+    "strict_flexible_disagree": "the strict verdict (instructed form only) differs from the score",
     "budget_stop": "the sample's budget ended it",
     "retries": "requests the retry layer sent again",
     "failed_calls": "model calls that failed for good",
+    "truncated": "replies cut at max_tokens",
     "errors": "the sample errored",
     "tool_failures": "tool results that are errors",
     "program_calls_refused": "requests of the sample's programs that the bridge refused",
@@ -120,8 +130,10 @@ def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
     """Every per-sample signal that ``record`` and ``trace`` (None: no trace) can give, as
     name -> value in :data:`SIGNALS` order; those they cannot give are absent."""
     details = record.score.details if record.score is not None else {}
+    strict = record.score.strict if record.score is not None else None
     found = {
         "unparsed": float(record.unparsed),
+        "strict_flexible_disagree": float(strict is not None and strict.correct != record.correct),
         "budget_stop": float(record.status == "budget"),
         "errors": float(record.status == "error"),
         CHANGED_AFTER_SOLVED: float(details.get(CHANGED_AFTER_SOLVED, 0)),
@@ -129,6 +141,7 @@ def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
     if trace is not None:
         found["retries"] = float(sum(c.attempts - 1 for c in trace.calls))
         found["failed_calls"] = float(sum(c.error is not None for c in trace.calls))
+        found["truncated"] = float(truncated_calls(trace))
         found["tool_failures"] = float(sum(map(_tool_failed, trace.messages)))
         found["repetition"] = float(_repetitions(trajectory.turns(trace)))
         found["program_calls_refused"] = float(trace.program_calls_refused)
@@ -145,6 +158,11 @@ def signals(record: ResultRecord, trace: Trace | None) -> dict[str, float]:
             final is not None and 2 * finals.count(final) < len(finals)
         )
     return {name: found[name] for name in SIGNALS if name in found}
+
+
+def truncated_calls(trace: Trace) -> int:
+    """The trace's calls whose reply was cut at ``max_tokens`` (``finish_reason`` "length")."""
+    return sum(c.finish_reason == "length" for c in trace.calls)
 
 
 def _tool_failed(message: TraceMessage) -> bool:

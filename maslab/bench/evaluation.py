@@ -6,7 +6,8 @@ is counted as unparsed (``extracted is None``); no sample ever leaves the denomi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +19,7 @@ from maslab.llm.pool import ModelPool
 from maslab.llm.registry import load_model
 from maslab.llm.types import ChatMessage, ChatModel
 from maslab.plugin_config import PluginConfig, Settings
+from maslab.plugins import import_module
 from maslab.registry import Registry
 
 if TYPE_CHECKING:
@@ -28,6 +30,23 @@ CHANGED_AFTER_SOLVED = "changed_after_solved"
 """The :attr:`Score.details` key under which an evaluator of stateful episodes counts the calls
 that moved the state away from the expected one after a turn had reached it (a solved turn
 undone); the triage signal of that name reads it."""
+
+
+STRICT = "strict"
+"""The :attr:`Score.details` key of the strict verdict (a :class:`Strict`), which an evaluator
+records beside its score, the flexible verdict; the summary's strict accuracy and format
+compliance and the triage signal ``strict_flexible_disagree`` read it."""
+
+
+class Strict(BaseModel):
+    """The strict verdict on an answer: what it gives in the instructed form only
+    (:func:`maslab.core.answers.strict_answer`; None: nothing in that form), and whether that is
+    correct."""
+
+    model_config = ConfigDict(frozen=True)
+
+    extracted: str | None
+    correct: bool
 
 
 class Score(BaseModel):
@@ -49,6 +68,18 @@ class Score(BaseModel):
     @property
     def unparsed(self) -> bool:
         return self.extracted is None
+
+    @property
+    def strict(self) -> Strict | None:
+        """The strict verdict the evaluator recorded (``details[STRICT]``), or None."""
+        verdict = self.details.get(STRICT)
+        return None if verdict is None else Strict.model_validate(verdict)
+
+    def with_strict(self, extracted: str | None, correct: bool) -> Score:
+        """This score with the strict verdict on the same answer in its details: ``extracted``,
+        the answer in the instructed form (None: none), ``correct`` whether it is right."""
+        verdict = Strict(extracted=extracted, correct=correct and extracted is not None)
+        return self.model_copy(update={"details": {**self.details, STRICT: verdict.model_dump()}})
 
     @classmethod
     def unparsable(cls, explanation: str = "no answer found") -> Score:
@@ -221,8 +252,95 @@ class Judge:
 
 _EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator", "maslab.evaluators")
 register_evaluator = _EVALUATORS.register
-get_evaluator = _EVALUATORS.get
 list_evaluators = _EVALUATORS.names
+
+ScoreFunction = Callable[[Task, str], bool | float | Score | Awaitable[bool | float | Score]]
+"""A function as an evaluator: ``fn(task, answer)`` returns (or, async, awaits to) a bool, a
+number in [0, 1] or a :class:`Score` (see :class:`FunctionEvaluator`)."""
+
+
+class FunctionEvaluator(Evaluator):
+    """Scores with a function (:data:`ScoreFunction`), as DSPy's metrics do: a bool is
+    :meth:`Score.graded` with the answer as extracted, a number in [0, 1] the score's value
+    (correct at 1), a :class:`Score` is used as is; anything else, or an exception, is the
+    sample's error. Made by :func:`function_evaluator`, which names it."""
+
+    function: ClassVar[staticmethod[[Task, str], Any]]
+
+    def check_gold(self, task: Task) -> None:
+        """Any task will do: the function decides what it needs of it."""
+
+    async def score(self, task: Task, answer: str, *, ctx: Context | None = None) -> Score:
+        result = self.function(task, answer)
+        if inspect.isawaitable(result):
+            result = await result
+        if isinstance(result, Score):
+            return result
+        if hasattr(result, "item"):  # a numpy or torch scalar
+            result = result.item()
+        if isinstance(result, bool):
+            wrong = "" if result or task.gold is not None else f"{self.name} returned False"
+            return Score.graded(result, answer, task.gold or "", wrong)
+        if isinstance(result, int | float) and 0 <= result <= 1:
+            return Score(value=float(result), correct=result == 1, extracted=answer)
+        raise TypeError(
+            f"{self.name} returned {result!r}: return a bool, a number in [0, 1] or a Score"
+        )
+
+
+_FUNCTIONS: dict[str, type[FunctionEvaluator]] = {}
+
+
+def function_name(function: Callable[..., Any]) -> str:
+    """``module:qualified.name``: what a run records as the evaluator ``function`` is."""
+    module = getattr(function, "__module__", None) or type(function).__module__
+    return f"{module}:{getattr(function, '__qualname__', type(function).__qualname__)}"
+
+
+def function_evaluator(function: ScoreFunction, name: str | None = None) -> type[Evaluator]:
+    """An evaluator class scoring with ``function`` (:class:`FunctionEvaluator`), named
+    ``name`` (by default :func:`function_name`), which :func:`get_evaluator` then returns."""
+    if not callable(function):
+        raise ConfigError(f"evaluator {name or function!r} is not callable")
+    name = name or function_name(function)
+    cls = type(
+        FunctionEvaluator.__name__,
+        (FunctionEvaluator,),
+        {"name": name, "function": staticmethod(function), "__module__": __name__},
+    )
+    _FUNCTIONS[name] = cls
+    return cls
+
+
+def import_function(spec: str) -> Callable[..., Any]:
+    """The callable ``module:name`` or ``path/to/file.py:name`` names (``name`` may be dotted,
+    ``Class.method``); a one-line :class:`ConfigError` when it cannot be imported."""
+    where, _, qualname = spec.rpartition(":")
+    if not where or not qualname:
+        raise ConfigError(f"evaluator {spec!r}: name a function as module:function")
+    try:
+        module = import_module(where)
+    except ConfigError as exc:  # its words, less the --import it names
+        why = str(exc).removeprefix(f"--import {where}: ")
+        raise ConfigError(f"evaluator {spec}: {why}") from None
+    found: Any = module
+    try:
+        for name in qualname.split("."):
+            found = getattr(found, name)
+    except AttributeError:
+        raise ConfigError(f"evaluator {spec}: {where} has no {qualname}") from None
+    return found
+
+
+def get_evaluator(name: str) -> type[Evaluator]:
+    """The evaluator class registered as ``name`` (a one-line :class:`ConfigError`, with close
+    matches, for an unknown one); a name with a colon, ``module:function`` or
+    ``path/to/file.py:function``, is that function as an evaluator (:func:`function_evaluator`),
+    imported on its first use."""
+    if isinstance(name, str) and ":" in name:
+        return _FUNCTIONS.get(name) or function_evaluator(import_function(name), name)
+    return _EVALUATORS.get(name)
+
 
 EVALUATOR_BY_ANSWER_TYPE: dict[str, str] = {
     "number": "numeric", "math": "math", "choice": "choice", "code": "code", "text": "exact",

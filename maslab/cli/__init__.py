@@ -21,13 +21,15 @@ from typing import NoReturn
 
 from maslab.cli import attribution, catalogue, export, reading, run, sweep, triage, view
 from maslab.cli.console import Parser, RunStopped, Terminated
+from maslab.cli.run_flags import plain_text
 from maslab.errors import MaslabError, RunFailed
 from maslab.plugins import import_module
 from maslab.secrets import redact
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="maslab", description=" ".join(__doc__.split("\n\n")[0].split()))
+    summary = " ".join(__doc__.split("\n\n")[0].split())
+    parser = Parser(prog="maslab", description=plain_text(summary))
     sub = parser.add_subparsers(dest="command", required=True)
     for commands in (run, sweep, reading, triage, attribution, view, export, catalogue):
         commands.add_commands(sub)

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from maslab import defaults
 from maslab.cli.console import console, import_option
+from maslab.cli.run_flags import plain_text
 from maslab.errors import ConfigError
 from maslab.paths import default_response_cache
 from maslab.plugins import describe, origin
@@ -22,9 +23,10 @@ if TYPE_CHECKING:
 
 
 def _summary(obj: object) -> str:
-    """The first line of an object's own docstring (not inherited); plugins need not have one."""
+    """The first line of an object's own docstring (not inherited), as plain text; plugins need
+    not have one."""
     lines = (obj.__doc__ or "").strip().splitlines()
-    return lines[0] if lines else "(no description)"
+    return plain_text(lines[0]) if lines else "(no description)"
 
 
 def _method_text(cls: type) -> str:
@@ -103,7 +105,8 @@ def _model_rows(endpoints: Path | None) -> list[tuple[str, object, str]]:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """One row per item: its name, where it comes from (bundled, the plugin's distribution, a
-    module) and what it is."""
+    module) and what it is; with ``--brief``, one line: its name and what it is in short (a
+    method's category)."""
     rows: list[tuple[str, object, str]]
     if args.what == "methods":
         from maslab.core.method import get_method, list_methods
@@ -111,7 +114,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows = []
         for name in list_methods():
             cls = get_method(name)
-            rows.append((name, cls, _method_text(cls)))
+            text = (cls.category or _summary(cls)) if args.brief else _method_text(cls)
+            rows.append((name, cls, text))
     elif args.what == "benchmarks":
         rows = _benchmark_rows()
     elif args.what == "evaluators":
@@ -126,9 +130,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     # nothing is cut short or dropped: names stay on one line, and where the terminal is too
     # narrow a long origin or word folds onto the next line
     table.add_column(no_wrap=True)
-    table.add_column(overflow="fold")
+    if not args.brief:
+        table.add_column(overflow="fold")
     table.add_column(overflow="fold", min_width=20)
     for name, source, text in rows:
+        if args.brief:
+            table.add_row(f"[bold]{escape(name)}[/]", escape(text.partition("\n")[0]))
+            continue
         where = source if isinstance(source, str) else origin(source)
         table.add_row(f"[bold]{escape(name)}[/]", f"[dim]{escape(where)}[/]", escape(text))
     console.print(table)
@@ -158,17 +166,22 @@ def cmd_data(args: argparse.Namespace) -> int:
         elif not (path := pinned.path).is_file():
             print(f"maslab: {pinned.missing()}", file=sys.stderr)
             return 1
-    elif args.action == "fetch":
-        path = data.fetch(get_benchmark(name)(), args.split)
-    elif args.action == "import":
-        if args.file is None:
-            raise ConfigError(f"maslab data import needs a FILE: maslab data import {name} FILE")
-        path = data.import_file(get_benchmark(name)(), args.file, args.split)
-    else:
+    elif args.action == "path":
         path = data.data_path(name, args.split)
         if not path.is_file():
             print(f"maslab: {_no_data_file(name, args.split, path)}", file=sys.stderr)
             return 1
+    else:
+        bench = get_benchmark(name)()
+        if args.action == "fetch":
+            path, done = data.fetch(bench, args.split), "fetched"
+        elif args.file is None:
+            raise ConfigError(f"maslab data import needs a FILE: maslab data import {name} FILE")
+        else:
+            path, done = data.import_file(bench, args.file, args.split), "imported"
+        tasks = len(bench.load(args.split))  # as a run reads them: from the cache
+        print(f"{done} {tasks} {name} tasks ({args.split} split) into {path}")
+        return 0
     print(path)
     return 0
 
@@ -198,7 +211,7 @@ def _ways_to_add(bench: Benchmark, split: str) -> list[str]:
 def cmd_cache(args: argparse.Namespace) -> int:
     from maslab.llm.cache import ResponseCache
 
-    cache = ResponseCache(args.cache or default_response_cache())
+    cache = ResponseCache(args.cache or default_response_cache(), create=False)
     if args.action == "clear":
         console.print(f"removed {cache.clear()} cached responses from {cache.path}")
     else:
@@ -212,11 +225,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "list",
         help="list methods, benchmarks, evaluators, tools or models, and where each comes from",
         description="Each row: the name, where it comes from (bundled, the distribution of the "
-        "plugin that installed it, or the module that defined it) and what it is. Benchmarks "
-        "say whether they work offline; models list the providers, the embedded presets and, "
-        "with --endpoints, the file's aliases.",
+        "plugin that installed it, or the module that defined it) and what it is. Methods "
+        "show their summary, category, paper, LLM calls per task and roles (--brief: one line "
+        "each, name and category). Benchmarks say whether they work offline; models list the "
+        "providers, the embedded presets and, with --endpoints, the file's aliases.",
     )
     p.add_argument("what", choices=["methods", "benchmarks", "evaluators", "tools", "models"])
+    p.add_argument(
+        "--brief",
+        action="store_true",
+        help="one line per item: its name and what it is in short (a method's category)",
+    )
     p.add_argument("--endpoints", type=Path)
     import_option(p)
     p.set_defaults(func=cmd_list)
@@ -226,8 +245,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="fetch, import or locate benchmark data",
         description="fetch: download --split from the Hugging Face Hub into the cache "
         "(needs maslab[hf]); `fetch bfcl` downloads BFCL's pinned wheel from PyPI. import: "
-        "check FILE and copy it into the cache. path: print the cached file of --split; exits "
-        "1, saying why, when there is none.",
+        "check FILE and copy it into the cache as --split. Both say how many tasks the split "
+        "now holds. path: print the cached file of --split; exits 1, saying why, when there is "
+        "none.",
     )
     p.add_argument("action", choices=["fetch", "import", "path"])
     p.add_argument("benchmark")
@@ -235,7 +255,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default=defaults.SPLIT)
     p.set_defaults(func=cmd_data)
 
-    p = sub.add_parser("cache", help="response cache statistics or clearing")
+    p = sub.add_parser(
+        "cache",
+        help="response cache statistics or clearing",
+        description="stats: the responses cached and the file's size. clear: delete them all "
+        "and shrink the file. Either refuses a cache file that does not exist.",
+    )
     p.add_argument("action", choices=["stats", "clear"])
-    p.add_argument("--cache", type=Path)
+    p.add_argument(
+        "--cache", type=Path, metavar="FILE", help="the cache file (by default the user's)"
+    )
     p.set_defaults(func=cmd_cache)

@@ -1,6 +1,8 @@
-"""``maslab export``: a run's samples as one flat table (CSV, Parquet or JSON lines), the rows
-of :meth:`maslab.RunResult.to_pandas`, written to ``samples.<format>`` in the run directory,
-to ``-o FILE`` (whose suffix names the format unless ``--format`` does) or to stdout (``-o -``).
+"""``maslab export``: the samples of one run or several as one flat table (CSV, Parquet or JSON
+lines), the rows of each run's :meth:`maslab.RunResult.to_pandas` (which begin with the columns
+that say which run a row is of), written to ``samples.<format>`` in the run directory (of one
+run), to ``-o FILE`` (whose suffix names the format unless ``--format`` does) or to stdout
+(``-o -``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from maslab.analysis.run_result import SAMPLE_COLUMNS, load_run
+from maslab.analysis.frames import load_runs
+from maslab.analysis.run_result import SAMPLE_COLUMNS
 from maslab.cli.console import console, output_file
 from maslab.errors import ConfigError
 from maslab.store.run_store import write_atomically
@@ -64,23 +67,31 @@ def _format(args: argparse.Namespace) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    result = load_run(args.run)
+    runs = load_runs(args.runs)
+    if args.output is None and len(runs) > 1:
+        raise ConfigError(
+            f"{len(runs)} runs make one table: name its file with -o FILE (or -o - for stdout)"
+        )
     fmt = _format(args)
-    data = _WRITERS[fmt](result.to_records())
+    rows = runs.to_records()
+    data = _WRITERS[fmt](rows)
     if str(args.output) == "-":
         sys.stdout.buffer.write(data)
         return 0
-    path = args.output or result.dir / f"samples.{fmt}"
+    path = args.output or runs[0].dir / f"samples.{fmt}"
     output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, data)
-    console.print(f"{len(result.records)} samples written to {path}")
+    of = f" of {len(runs)} runs" if len(runs) > 1 else ""
+    console.print(f"{len(rows)} samples{of} written to {path}")
     return 0
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="a run's samples as one table: CSV, Parquet or JSON lines")
-    p.add_argument("run", type=Path)
+    p = sub.add_parser(
+        "export", help="the samples of runs as one table: CSV, Parquet or JSON lines"
+    )
+    p.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="run directories")
     p.add_argument(
         "--format", choices=FORMATS, help="default: from the output file's name, else csv"
     )
@@ -88,6 +99,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "-o",
         "--output",
         type=Path,
-        help="file to write, '-' for stdout (default: samples.<format> in the run directory)",
+        help="file to write, '-' for stdout (default, for one run: samples.<format> in its "
+        "directory)",
     )
     p.set_defaults(func=cmd_export)

@@ -7,6 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from maslab.cli.console import console, number, output_file
 from maslab.errors import ConfigError
 from maslab.store.run_store import existing_run
@@ -53,7 +55,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if comparison.warning:
         console.print(f"[yellow]{comparison.warning}[/]")
     for line in comparison.describe():
-        console.print(line)
+        console.print(escape(line))
     return 0
 
 
@@ -105,7 +107,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prices", type=Path, help="YAML: model spec -> [USD per 1M in, out]")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("compare", help="paired comparison of two runs on the same tasks")
+    p = sub.add_parser(
+        "compare", help="paired comparison of two runs on the same tasks: A − B, its interval and p"
+    )
     p.add_argument("run_a", type=Path)
     p.add_argument("run_b", type=Path)
     p.add_argument(

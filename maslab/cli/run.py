@@ -98,9 +98,14 @@ def headline(result: RunResult, label: str | None = None) -> str:
 
 
 def print_summary(result: RunResult, label: str | None = None) -> None:
-    """The run's summary: :func:`headline`, then spend, errors and binding caps."""
+    """The run's summary: :func:`headline`, the strict accuracy and replies cut at
+    ``max_tokens`` (if any), then spend, errors and binding caps."""
     s = result.summary
     console.print(headline(result, label))
+    if strict := s.describe_strict():
+        console.print(f"  {strict}")
+    if truncation := s.describe_truncation():
+        console.print(f"  [yellow]{truncation}[/]")
     if by_model := s.describe_models():
         console.print(f"  per sample by model: {escape(by_model)}")
     if repeats := s.describe_repeats():
@@ -135,8 +140,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--method", required=True)
-    p.add_argument("--benchmark", required=True)
+    p.add_argument("--method", required=True,
+                   help="the method to run (maslab list methods names them)")  # fmt: skip
+    p.add_argument("--benchmark", required=True,
+                   help="the benchmark to score it on (maslab list benchmarks)")  # fmt: skip
     p.add_argument("--model", help=f"model spec, e.g. openai:gpt-4o-mini (default {DEMO_MODEL})")
     add_run_flags(p)
     backend_options(p, what="the run's samples")

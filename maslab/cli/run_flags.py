@@ -1,11 +1,12 @@
 """``maslab run``'s run-option flags, derived from :class:`~maslab.harness.options.RunOptions`:
 each field is ``--its-name-with-dashes``, its type picks the argparse type or action, its
-default is the flag's and its description is the flag's help. :data:`SPELLING`,
-:data:`ALIASES` and :data:`METAVARS` hold the few flags spelled otherwise."""
+default is the flag's and its description, as :func:`plain_text`, is the flag's help.
+:data:`SPELLING`, :data:`ALIASES` and :data:`METAVARS` hold the few flags spelled otherwise."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -28,11 +29,30 @@ METAVARS = {
     "model_roles": "NAME=MODEL",
     "optimize_on": "SPLIT",
     "shard": "I/N",
+    "limit": "N",
+    "optimize_limit": "N",
     "data": "FILE",
     "endpoints": "FILE",
     "cache": "FILE",
     "out": "DIR",
 }
+
+
+_RST = re.compile(r"``(.+?)``|:[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without reStructuredText markup, as a terminal shows help derived from a
+    docstring or a description: a literal and a cross-reference (``:func:`a.b```) become their
+    text, ``~a.b`` its last part."""
+
+    def text_of(match: re.Match[str]) -> str:
+        literal, short, target = match.groups()
+        if literal is not None:
+            return literal
+        return target.rpartition(".")[2] if short else target
+
+    return _RST.sub(text_of, text)
 
 
 def flag(name: str) -> str:
@@ -63,7 +83,8 @@ def _arguments(name: str, field: FieldInfo) -> dict[str, Any]:
     """The keywords of ``add_argument`` for the option ``name``."""
     kinds = _kinds(field)
     default = field.default
-    arguments: dict[str, Any] = {"dest": name, "default": default, "help": field.description}
+    text = plain_text(field.description or "")
+    arguments: dict[str, Any] = {"dest": name, "default": default, "help": text}
     if name in METAVARS:
         arguments["metavar"] = METAVARS[name]
     if kinds == (bool,):

@@ -6,6 +6,10 @@ is", "Best option:"), else a type-specific fallback over the whole reply. A boxe
 that yields nothing for the type (say, no number in it) falls through to the next step.
 ``code`` is the fenced Python block a grader would take: the last that defines the task's entry
 point, else the last; never a block in another language.
+
+:func:`strict_answer` reads the answer in the instructed form only (lm-eval's strict match, where
+:func:`extract_answer` is its flexible extract): a boxed or marker span that is the answer itself,
+never the fallback over the whole reply.
 Everything here is pure and never evaluates text.
 """
 
@@ -18,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import partial
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from maslab.errors import ConfigError
 
@@ -83,11 +87,24 @@ def extract_answer(
     """
     if answer_type == "code":
         return _extract_code(text, entry_point)
-    parse, fallback = _strategy(answer_type, choices)
-    for span in (_last_boxed(text), _marker_span(text)):
-        if span is not None and (answer := parse(span)) is not None:
-            return answer
-    return fallback(text)
+    strategy = _strategy(answer_type, choices)
+    answer = _in_spans(text, strategy.span)
+    return answer if answer is not None else strategy.fallback(text)
+
+
+def strict_answer(
+    text: str, answer_type: AnswerType, *, choices: Sequence[str] | None = None
+) -> str | None:
+    """The answer ``text`` gives in the instructed form, or ``None`` if it gives none so.
+
+    The last ``\\boxed{...}``, else the span after the last answer marker, as
+    :func:`extract_answer` reads them, but only when the span is the answer itself: for
+    ``"number"`` a number leads it (after its last ``=``), for ``"choice"`` an option letter
+    ("C", "(C) Paris", "option C"; an option's full text is not its letter). No fallback over
+    the whole reply: "it is around 64, but I cannot decide" has no strict answer. Every answer
+    type but ``code``.
+    """
+    return _in_spans(text, _strategy(answer_type, choices).strict)
 
 
 def normalize_answer(answer: str, answer_type: AnswerType = "text") -> str:
@@ -145,6 +162,14 @@ def _last_boxed(text: str) -> str | None:
     return text[last[0] + 1 : last[1]] if last else None
 
 
+def _in_spans(text: str, parse: Parser) -> str | None:
+    """What ``parse`` reads in the last boxed span, else in the last marker span."""
+    for span in (_last_boxed(text), _marker_span(text)):
+        if span is not None and (answer := parse(span)) is not None:
+            return answer
+    return None
+
+
 def _marker_span(text: str) -> str | None:
     """What follows the last answer marker, up to the end of its line or sentence."""
     markers = list(_MARKER.finditer(text))
@@ -165,27 +190,41 @@ def _clean(span: str) -> str:
 # --- per-type parsing -------------------------------------------------------------------------
 
 
-def _strategy(answer_type: str, choices: Sequence[str] | None) -> tuple[Parser, Parser]:
-    """(parse a boxed/marker span, fall back on the whole text) for ``answer_type``."""
+class _Strategy(NamedTuple):
+    """How one answer type is read: a boxed or marker span, the same span strictly (only when
+    it is the answer in the instructed form), and the fallback over the whole reply."""
+
+    span: Parser
+    strict: Parser
+    fallback: Parser
+
+
+def _strategy(answer_type: str, choices: Sequence[str] | None) -> _Strategy:
+    """How ``answer_type`` is read (every type but ``code``)."""
     if answer_type == "number":
-        return _span_number, _last_number
+        return _Strategy(_span_number, _leading_number, _last_number)
     if answer_type == "math":
-        return _math_span, _last_number
+        return _Strategy(_math_span, _math_span, _last_number)
     if answer_type == "text":
-        return _text_span, _last_line
+        return _Strategy(_text_span, _text_span, _last_line)
     if answer_type == "choice":
         letters = _DEFAULT_LETTERS if choices is None else string.ascii_uppercase[: len(choices)]
-        return (
+        return _Strategy(
             partial(_choice_in_span, letters=letters, choices=choices or ()),
+            partial(_choice_letter, letters=letters),
             partial(_last_choice_letter, letters=letters),
         )
     raise ConfigError(f"unknown answer type {answer_type!r}; use one of {list(_NORMALIZERS)}")
 
 
+def _plain_fractions(text: str) -> str:
+    """``text`` with LaTeX fractions of numbers as "a/b" and ``{,}`` thousands commas as ","."""
+    return _LATEX_FRAC.sub(r"\1/\2", text.replace("{,}", ","))
+
+
 def _numbers(text: str) -> list[str]:
     """Numbers in ``text`` as written, minus thousands commas, currency and units."""
-    text = _LATEX_FRAC.sub(r"\1/\2", text.replace("{,}", ","))
-    return [_number_as_written(match) for match in _NUMBER.finditer(text)]
+    return [_number_as_written(match) for match in _NUMBER.finditer(_plain_fractions(text))]
 
 
 def _number_as_written(match: re.Match[str]) -> str:
@@ -198,6 +237,14 @@ def _span_number(span: str) -> str | None:
     """First number after the span's last ``=`` (the whole span if it has none)."""
     numbers = _numbers(span.rsplit("=", 1)[-1])
     return numbers[0] if numbers else None
+
+
+def _leading_number(span: str) -> str | None:
+    """The number the span's part after its last ``=`` starts with (a LaTeX ``\\$`` or a
+    currency sign before it allowed), as written; None if it starts with anything else."""
+    tail = _clean(span.rsplit("=", 1)[-1]).removeprefix("\\$")
+    match = _NUMBER.match(_plain_fractions(tail))
+    return _number_as_written(match) if match else None
 
 
 def _last_number(text: str) -> str | None:
@@ -221,16 +268,22 @@ def _last_line(text: str) -> str | None:
 
 
 def _choice_in_span(span: str, letters: str, choices: Sequence[str]) -> str | None:
-    """Letter named by a boxed/marker span: an option's full text, or a leading option letter.
+    """Letter named by a boxed/marker span: an option's full text, or a leading option letter
+    (:func:`_choice_letter`)."""
+    key = normalize_answer(_clean(_LATEX_TEXT.sub(r"\1", span)))
+    for letter, option in zip(letters, choices, strict=False):
+        if key == normalize_answer(option):
+            return letter
+    return _choice_letter(span, letters)
+
+
+def _choice_letter(span: str, letters: str) -> str | None:
+    """The option letter a boxed/marker span is, or starts with ("b", "(C) Paris", "option C").
 
     A lone letter may be lower-case ("answer: b"); otherwise only capitals count, and a bare "A"
     or "I" followed by a lower-case word is prose ("A train ...", "I think ..."), not an option.
     """
     span = _clean(_LATEX_TEXT.sub(r"\1", span))
-    key = normalize_answer(span)
-    for letter, option in zip(letters, choices, strict=False):
-        if key == normalize_answer(option):
-            return letter
     match = _LONE_LETTER.fullmatch(span) or _LEADING_LETTER.match(span)
     return match[1].upper() if match and match[1].upper() in letters else None
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from maslab import defaults
 from maslab.bench.benchmark import get_benchmark
-from maslab.bench.evaluation import check_evaluator_options, get_evaluator
+from maslab.bench.evaluation import check_evaluator_options, function_evaluator, get_evaluator
 from maslab.config_files import apply_overrides, validation_message
 from maslab.core.method import Method, get_method
 from maslab.core.roles import ModelRoles, parse_model_roles, role_models
@@ -118,7 +118,10 @@ def configure(
     if max_tokens is None:
         max_tokens = DEMO_MAX_TOKENS if model == DEMO_MODEL else defaults.MAX_TOKENS
     built, roles = checked_method(method, o, flags)
-    evaluator_name = o.evaluator or get_benchmark(benchmark).evaluator
+    evaluator = o.evaluator
+    if callable(evaluator):  # a function: scored through it, recorded by its qualified name
+        evaluator = function_evaluator(evaluator).name
+    evaluator_name = evaluator or get_benchmark(benchmark).evaluator
     extra = apply_overrides({}, o.evaluator_options or (), option("evaluator_options"))
     if o.judge_model and "judge" in extra:
         raise ConfigError(
@@ -162,7 +165,7 @@ def configure(
             seed=o.seed,
             concurrency=o.concurrency,
             scheduler=o.scheduler,
-            evaluator=o.evaluator,
+            evaluator=evaluator,
             evaluator_options=scoring,
             max_calls=o.max_calls,
             max_tokens=o.max_sample_tokens,

@@ -11,7 +11,7 @@ against this model. :func:`~maslab.harness.configure.configure` turns them into 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -36,13 +36,17 @@ class RunOptions(BaseModel):
     data: str | Path | None = Field(
         None, description="a local data file (JSON, JSONL, Parquet) instead of the data cache"
     )
-    limit: int | None = Field(None, ge=1, description="the first N tasks only")
+    limit: int | None = Field(
+        None,
+        ge=1,
+        description="score only the first N tasks (after the shuffle, if any); all by default",
+    )
     shuffle: bool = Field(False, description="shuffle the tasks (by the seed) before the limit")
     repeats: int = Field(defaults.REPEATS, ge=1, description="independent attempts at each task")
     seed: int = Field(
         defaults.SEED,
-        description="the run seed: each sample's random streams, the response cache's draws, "
-        "the shuffle",
+        description="the run seed, which fixes each sample's random streams, the response "
+        "cache's draws and the shuffle: the same seed replays a run from the cache",
     )
     config: Overrides | None = Field(
         None, description="overrides of the method's settings, e.g. agents=5 (values read as YAML)"
@@ -65,8 +69,10 @@ class RunOptions(BaseModel):
         f"{defaults.DEMO_MAX_TOKENS} on the demo model)",
     )
     # scoring
-    evaluator: str | None = Field(
-        None, description="the scoring protocol (by default the benchmark's)"
+    evaluator: str | Callable[..., Any] | None = Field(
+        None,
+        description="the scoring protocol (by default the benchmark's): a registered name, or a "
+        "function fn(task, answer) -> bool | float | Score as module:fn or path/to/file.py:fn",
     )
     judge_model: str | None = Field(
         None, description="the model spec of the judge, for an evaluator that asks one (llm_judge)"
@@ -154,7 +160,7 @@ class RunKeywords(TypedDict, total=False):
     bench_options: Overrides | None
     temperature: float
     max_tokens: int | None
-    evaluator: str | None
+    evaluator: str | Callable[..., Any] | None
     judge_model: str | None
     evaluator_options: Overrides | None
     max_calls: int | None

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from maslab.analysis.triage import signals
+from maslab.analysis.triage import signals, truncated_calls
 from maslab.bench.evaluation import Evaluator
 from maslab.core.context import Budget, Context
 from maslab.core.environment import Environment
@@ -178,8 +178,8 @@ class SampleSolver:
     async def solve(self, task: Task, repeat: int, calls: CallGate) -> Finished:
         """Solve (see :meth:`Method.run_sample`), then score through the sample's context:
         scoring calls are the sample's too, but never count against its budget. The record
-        carries the sample's triage signals, read from its trace, and its calls on the
-        environment the benchmark builds for it, if any."""
+        carries the sample's triage signals, read from its trace, its calls cut at
+        ``max_tokens``, and its calls on the environment the benchmark builds for it, if any."""
         environment = self.environment(task) if self.environment is not None else None
         ctx = self.context(task.id, repeat, calls, self.config.budget(), environment)
         started = time.monotonic()
@@ -190,6 +190,7 @@ class SampleSolver:
         update = {
             **usage_fields(ctx),
             **tool_fields(ctx),
+            "truncated_calls": truncated_calls(line),
             "elapsed_s": elapsed,
             "signals": signals(record, line),
         }

@@ -41,10 +41,16 @@ CREATE TABLE IF NOT EXISTS responses (
 
 
 class ResponseCache:
-    """A thread-safe key -> completion store in one SQLite file (WAL mode), written in batches."""
+    """A thread-safe key -> completion store in one SQLite file (WAL mode), written in batches.
+    ``create=False`` opens an existing cache only: a path with no file is a one-line
+    :class:`ConfigError` (a typo must not make a new, empty cache)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path).expanduser()
+        if not create and not self.path.is_file():
+            raise ConfigError(
+                f"{self.path}: no response cache there (a run with the cache on makes one)"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -98,16 +104,22 @@ class ResponseCache:
         self.flush()
 
     def stats(self) -> dict[str, int]:
+        """How many entries the cache holds, and its bytes on disk (the file and its WAL)."""
         self.flush()
         with self._lock:
             (count,) = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()
-        return {"entries": count, "bytes": self.path.stat().st_size if self.path.exists() else 0}
+        files = (self.path, self.path.with_name(self.path.name + "-wal"))
+        return {"entries": count, "bytes": sum(f.stat().st_size for f in files if f.exists())}
 
     def clear(self) -> int:
-        """Delete every entry; returns how many there were."""
+        """Delete every entry and give their space back to the file system (the file shrinks);
+        returns how many there were."""
         self.flush()
         with self._lock:
-            return self._db.execute("DELETE FROM responses").rowcount
+            removed = self._db.execute("DELETE FROM responses").rowcount
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL holds the vacuumed pages
+            return removed
 
     def close(self) -> None:
         self.flush()

@@ -41,6 +41,10 @@ def show_run(
         f"{s.mean_tokens:,.0f} tokens per sample ({s.mean_spent_tokens:,.0f} newly "
         f"spent) · {s.total_served_tokens:,} served in all"
     )
+    if strict := s.describe_strict():
+        console.print(strict)
+    if truncation := s.describe_truncation():
+        console.print(truncation)
     if manifest.model_roles:
         console.print(f"model roles: {escape(describe_model_roles(manifest.model_roles))}")
     if by_model := s.describe_models(prices):
@@ -58,34 +62,42 @@ def show_run(
         console.print(escape(optimization))
     for cap in manifest.describe_caps():
         console.print(escape(cap))
-    console.print(_rows(records), soft_wrap=True, end="")
+    rows = _rows(records, strict=s.strict_accuracy is not None, cut=s.truncated_calls > 0)
+    console.print(rows, soft_wrap=True, end="")
 
 
 _HEADERS = ("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls")
-_RIGHT = {"rep", "tokens", "calls"}
+_RIGHT = {"rep", "tokens", "calls", "cut"}
 
 
-def _cells(r: ResultRecord) -> tuple[str, ...]:
+def _cells(r: ResultRecord) -> dict[str, str]:
     extracted = r.score.extracted if r.score and r.score.extracted is not None else "—"
+    strict = r.score.strict if r.score else None
     calls = int(r.usage.get("calls", 0))
-    return (
-        one_line(r.task_id), str(r.repeat), r.status, one_line(extracted)[:40],
-        one_line(str(r.gold))[:40], "✓" if r.correct else "✗", f"{r.tokens_used:,}", str(calls),
-    )  # fmt: skip
+    return {
+        "task": one_line(r.task_id), "rep": str(r.repeat), "status": r.status,
+        "extracted": one_line(extracted)[:40], "gold": one_line(str(r.gold))[:40],
+        "ok": "✓" if r.correct else "✗",
+        "strict": "—" if strict is None or strict.extracted is None else "✓✗"[not strict.correct],
+        "tokens": f"{r.tokens_used:,}", "calls": str(calls), "cut": str(r.truncated_calls),
+    }  # fmt: skip
 
 
-def _rows(records: Sequence[ResultRecord]) -> Text:
-    """One aligned line per sample under a header. Plain columns, not a rich ``Table``: a table
-    measures every cell, which takes seconds at thousands of rows."""
-    rows = [_cells(r) for r in records]
-    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(_HEADERS)]
+def _rows(records: Sequence[ResultRecord], strict: bool = False, cut: bool = False) -> Text:
+    """One aligned line per sample under a header; with ``strict``, the strict verdict after the
+    score's ("—": no answer in the instructed form), with ``cut``, the replies cut at
+    ``max_tokens``. Plain columns, not a rich ``Table``: a table measures every cell, which
+    takes seconds at thousands of rows."""
+    ok = _HEADERS.index("ok")
+    headers = (*_HEADERS[: ok + 1], *("strict",) * strict, *_HEADERS[ok + 1 :], *("cut",) * cut)
+    rows = [[cells[h] for h in headers] for cells in map(_cells, records)]
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
 
     def cells(values: Sequence[str], columns: slice) -> str:
-        pairs = zip(_HEADERS[columns], values[columns], widths[columns], strict=True)
+        pairs = zip(headers[columns], values[columns], widths[columns], strict=True)
         return "  ".join(v.rjust(w) if h in _RIGHT else v.ljust(w) for h, v, w in pairs)
 
-    ok = _HEADERS.index("ok")
-    text = Text(cells(_HEADERS, slice(None)).rstrip() + "\n", style="bold")
+    text = Text(cells(headers, slice(None)).rstrip() + "\n", style="bold")
     for row in rows:
         text.append(cells(row, slice(ok)) + "  ")
         text.append(row[ok].ljust(widths[ok]), style="green" if row[ok] == "✓" else "red")
@@ -118,6 +130,16 @@ def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> N
             + (f" · {escape(result.error)}" if result.error else ""),
             soft_wrap=False,
         )
+        if result.score and (strict := result.score.strict):
+            form = (
+                "no answer in the instructed form"
+                if strict.extracted is None
+                else f"in the instructed form: {escape(strict.extracted)}"
+            )
+            verdict = "correct" if strict.correct else "wrong"
+            console.print(f"strict: {verdict} ({form})", soft_wrap=False)
+        if result.truncated_calls:
+            console.print(f"replies cut at max_tokens: {result.truncated_calls}", soft_wrap=False)
         details = result.score.details if result.score else {}
         if "first_failed_turn" in details:
             console.print(escape(_first_failure(details)), soft_wrap=False)

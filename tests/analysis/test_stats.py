@@ -365,3 +365,50 @@ def test_a_run_of_measurements_has_no_accuracy_and_one_verdict_restores_it():
     assert not s.graded and s.describe_accuracy().startswith("no accuracy")
     mixed = summarize([*runs, ResultRecord(task_id="t9", status="ok", score=graded)])
     assert mixed.graded and mixed.describe_accuracy().startswith("20.0% [")
+
+
+def strictly(task: str, correct: bool, strict: str | None, strict_correct: bool, **fields):
+    """A record scored ``correct`` (flexible) whose strict verdict is (``strict``, right or not)."""
+    score = Score(value=float(correct), correct=correct, extracted="x").with_strict(
+        strict, strict_correct
+    )
+    return ResultRecord(task_id=task, status="ok", score=score, **fields)
+
+
+def test_strict_accuracy_and_format_compliance_beside_the_flexible_accuracy():
+    records = [
+        strictly("a", True, "64", True),
+        strictly("b", True, None, False),  # right by its last number, nothing in the asked form
+        strictly("c", False, "3", False),
+        ResultRecord(task_id="d", status="error", error="boom"),  # no verdict: wrong, no form
+    ]
+    s = summarize(records)
+    assert (s.accuracy, s.strict_accuracy, s.compliance) == (0.5, 0.25, 0.5)
+    assert s.strict_ci == clustered_interval([1, 0, 0, 0], 4)
+    lo, hi = s.strict_ci
+    assert s.describe_strict() == (
+        f"strict 25.0% [{lo:.1%}, {hi:.1%}], 50.0% of samples in the instructed form"
+    )
+
+
+def test_no_strict_figures_when_a_scored_record_has_no_strict_verdict():
+    with_strict = strictly("a", True, "1", True)
+    assert summarize([with_strict]).strict_accuracy == 1.0
+    for records in ([record("a", True)], [with_strict, record("b", True)], []):
+        s = summarize(records)
+        assert (s.strict_accuracy, s.strict_ci, s.compliance, s.describe_strict()) == (None,) * 4
+
+
+def test_replies_cut_at_max_tokens_per_sample_and_the_samples_with_any():
+    records = [
+        record("a", True, truncated_calls=3),
+        record("b", False, truncated_calls=1),
+        record("c", True),
+        record("d", True),
+    ]
+    s = summarize(records)
+    assert (s.truncated_calls, s.truncated_samples) == (4, 2)
+    assert s.describe_truncation() == (
+        "1.00 replies cut at max_tokens per sample, in 2 of 4 samples (50.0%)"
+    )
+    assert summarize(records[2:]).describe_truncation() is None

@@ -18,7 +18,7 @@ from maslab.analysis.trajectory import (
 )
 from maslab.analysis.triage import ANSWER_SIGNALS, SIGNALS, rank, signals, token_outliers
 from maslab.bench.benchmark import get_benchmark
-from maslab.bench.evaluation import CHANGED_AFTER_SOLVED, Score
+from maslab.bench.evaluation import CHANGED_AFTER_SOLVED, STRICT, Score
 from maslab.cli import main
 from maslab.core.context import Context
 from maslab.errors import ConfigError, LLMError, ServerError
@@ -46,19 +46,23 @@ def trace_of(
     *messages: dict,
     failed_calls: int = 0,
     retried: int = 0,
+    truncated: int = 0,
     answers: bool = True,
     **fields: Any,
 ) -> Trace:
     """A trace of ``messages`` whose model-written ones each have a call (kind message or
-    aggregate), the first of which took ``retried`` requests more; ``failed_calls`` more calls
-    that failed (at their one attempt: a 400); ``fields`` set the trace's other fields."""
+    aggregate), the first of which took ``retried`` requests more and the first ``truncated``
+    of which were cut at max_tokens; ``failed_calls`` more calls that failed (at their one
+    attempt: a 400); ``fields`` set the trace's other fields."""
     calls = [
-        {"agent": m["sender"], "error": None, "attempts": 1}
+        {"agent": m["sender"], "error": None, "attempts": 1, "finish_reason": "stop"}
         for m in messages
         if m.get("model", True)
     ]
     if retried:
         calls[0]["attempts"] += retried
+    for call in calls[:truncated]:
+        call["finish_reason"] = "length"
     calls += [{"agent": "debater_1", "error": "RequestRejected: 400", "attempts": 1}] * failed_calls
     line = {
         "task_id": "t1",
@@ -131,9 +135,16 @@ SCRIPTED: dict[str, tuple[ResultRecord, Trace, float]] = {
         1,
     ),
     "unparsed": (record(extracted=None), trace_of(*debate()), 1),
+    # scored right on its last number, but nothing in the instructed form
+    "strict_flexible_disagree": (
+        record(details={STRICT: {"extracted": None, "correct": False}}),
+        trace_of(*debate()),
+        1,
+    ),
     "budget_stop": (record(status="budget"), trace_of(*debate()), 1),
     "retries": (record(), trace_of(*debate(), retried=2), 2),
     "failed_calls": (record(), trace_of(*debate(), failed_calls=2), 2),
+    "truncated": (record(), trace_of(*debate(), truncated=2), 2),
     "errors": (record(status="error", error="ServerError: 503"), trace_of(*debate()), 1),
     "tool_failures": (
         record(),
@@ -230,6 +241,7 @@ def test_answer_signals_are_left_out_of_traces_recorded_before_answers():
     assert set(values) == set(PER_SAMPLE) - set(ANSWER_SIGNALS)  # not computable, not 0
     assert set(signals(record(), None)) == {
         "unparsed",
+        "strict_flexible_disagree",
         "budget_stop",
         "errors",
         CHANGED_AFTER_SOLVED,

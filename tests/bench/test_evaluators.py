@@ -12,7 +12,15 @@ import pytest
 from math_hooks import MEET_S, meeting_check
 
 from maslab.analysis.agreement import Agreement, compare_evaluators, format_agreement
-from maslab.bench.evaluation import Evaluator, Score, Scorer, get_evaluator, list_evaluators
+from maslab.bench.evaluation import (
+    STRICT,
+    Evaluator,
+    Score,
+    Scorer,
+    Strict,
+    get_evaluator,
+    list_evaluators,
+)
 from maslab.core.context import Context
 from maslab.core.task import Task
 from maslab.errors import ConfigError, LLMError
@@ -204,6 +212,37 @@ async def _record_close(closed: list[str], name: str) -> None:
     closed.append(name)
 
 
+# --- strict and flexible ----------------------------------------------------------------------
+
+
+async def test_numeric_keeps_its_flexible_score_and_records_the_strict_verdict():
+    task = Task(id="n", question="?", gold="64", answer_type="number")
+    numeric = get_evaluator("numeric")()
+    hedge = await numeric.score(task, "It is around 64, but I cannot decide.")
+    assert hedge.correct and hedge.extracted == "64"  # the score is the flexible verdict
+    assert hedge.details == {STRICT: {"extracted": None, "correct": False}}
+    assert hedge.strict == Strict(extracted=None, correct=False)
+    boxed = await numeric.score(task, r"Maybe 60. So \boxed{64.0}.")
+    assert boxed.correct and boxed.strict == Strict(extracted="64.0", correct=True)
+    marked = await numeric.score(task, "The answer is 63.")
+    assert not marked.correct and marked.strict == Strict(extracted="63", correct=False)
+    nothing = await numeric.score(task, "I cannot tell.")
+    assert nothing.unparsed and nothing.strict == Strict(extracted=None, correct=False)
+
+
+async def test_choice_records_the_letter_in_the_instructed_form_only():
+    task = Task(id="c", question="?", gold="B", choices=("Oslo", "Paris"), answer_type="choice")
+    choice = get_evaluator("choice")()
+    loose = await choice.score(task, "I'd go with (B) here.")
+    assert loose.correct and loose.strict == Strict(extracted=None, correct=False)
+    by_text = await choice.score(task, "The answer is Paris.")  # the option's text, no letter
+    assert by_text.correct and by_text.strict == Strict(extracted=None, correct=False)
+    boxed = await choice.score(task, r"\boxed{B}")
+    assert boxed.correct and boxed.strict == Strict(extracted="B", correct=True)
+    wrong = await choice.score(task, "The answer is (A) Oslo.")
+    assert not wrong.correct and wrong.strict == Strict(extracted="A", correct=False)
+
+
 # --- math -------------------------------------------------------------------------------------
 
 
@@ -244,6 +283,17 @@ async def test_math_equivalence(math_evaluator, gold, response, expected):
 async def test_math_reports_what_it_parsed(math_evaluator):
     score = await math_evaluator.score(math_task(r"\frac{1}{2}"), r"Thus \boxed{\frac{2}{4}}.")
     assert score.correct and score.extracted == r"\frac{2}{4}"
+
+
+@pytest.mark.system
+async def test_math_checks_the_answer_in_the_instructed_form_apart(math_evaluator):
+    half = math_task(r"\frac{1}{2}")
+    loose = await math_evaluator.score(half, "The probability is 0.5")
+    assert loose.correct and loose.strict == Strict(extracted=None, correct=False)
+    boxed = await math_evaluator.score(half, r"Thus \boxed{\frac{2}{4}}.")
+    assert boxed.correct and boxed.strict == Strict(extracted=r"\frac{2}{4}", correct=True)
+    marked = await math_evaluator.score(half, "The final answer is 1/3.")
+    assert not marked.correct and marked.strict == Strict(extracted="1/3", correct=False)
 
 
 @pytest.mark.system

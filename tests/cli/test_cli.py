@@ -63,7 +63,12 @@ def test_run_writes_results_traces_and_manifest_then_report(tmp_path, capsys):
     assert traces[0]["topology"]["name"] == "complete"
     manifest = orjson.loads((out / "manifest.json").read_bytes())
     assert manifest["method"] == "llm_debate" and manifest["benchmark"] == "gsm8k"
-    assert manifest["method_config"] == {"agents": 3, "rounds": 2, "aggregate": "majority"}
+    assert manifest["method_config"] == {
+        "preset": None,
+        "agents": 3,
+        "rounds": 2,
+        "aggregate": "majority",
+    }
     printed = capsys.readouterr().out
     assert "accuracy 60.0%" in printed
 
@@ -161,6 +166,19 @@ def test_list_commands(capsys):
         assert expected in capsys.readouterr().out
 
 
+def test_list_methods_brief_is_one_line_per_method_name_and_category(capsys, monkeypatch):
+    from maslab.cli.console import console
+    from maslab.core.method import get_method, list_methods
+    from maslab.plugins import origin
+
+    monkeypatch.setattr(console, "width", 200)
+    assert run_cli("list", "methods", "--brief") == 0
+    listed = [line.split(maxsplit=1) for line in capsys.readouterr().out.splitlines()]
+    assert [name for name, _ in listed] == list_methods()
+    bundled = [(name, text) for name, text in listed if origin(get_method(name)) == "bundled"]
+    assert len(bundled) >= 40 and all(text.strip() == get_method(n).category for n, text in bundled)
+
+
 def test_agreement_and_compare(tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     gsm8k_run(a)
@@ -170,7 +188,12 @@ def test_agreement_and_compare(tmp_path, capsys):
     assert run_cli("agreement", a, "numeric", "exact") == 0
     assert "numeric" in capsys.readouterr().out
     assert run_cli("compare", a, b) == 0
-    assert "McNemar" in capsys.readouterr().out
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:2] == [
+        f"A: llm_debate · scripted:{SCRIPT} · a",
+        f"B: vanilla · scripted:{SCRIPT} · b",
+    ]
+    assert "A − B = " in printed[2] and "McNemar p = " in printed[2]
 
 
 @pytest.mark.parametrize(
@@ -224,7 +247,9 @@ def test_invalid_sweep_names_file_line_and_field(tmp_path, capsys):
 def test_data_import_and_path_and_cache_commands(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MASLAB_CACHE_DIR", str(tmp_path / "cache"))
     assert run_cli("data", "import", "gsm8k", GSM8K) == 0
-    imported = Path(capsys.readouterr().out.strip())
+    said, imported = capsys.readouterr().out.strip().split(" into ")
+    assert said == "imported 5 gsm8k tasks (test split)"
+    imported = Path(imported)
     assert imported.is_file() and len(lines(imported)) == 5
     assert run_cli("data", "path", "gsm8k") == 0
     assert Path(capsys.readouterr().out.strip()) == imported
@@ -237,6 +262,13 @@ def test_data_import_and_path_and_cache_commands(tmp_path, monkeypatch, capsys):
     assert "5 responses" in capsys.readouterr().out
     assert run_cli("cache", "clear") == 0
     assert "removed 5" in capsys.readouterr().out
+    typo = tmp_path / "typo.sqlite"
+    for action in ("stats", "clear"):
+        assert run_cli("cache", action, "--cache", typo) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"maslab: error: {typo}: no response cache there (a run with the cache on makes one)"
+        )
+    assert not typo.exists()
 
 
 def test_repeats_give_pass_at_k_the_spread_and_a_noise_note(tmp_path, capsys):

@@ -337,6 +337,13 @@ CLI = {
         status=1,
     ),
     "data path of an unknown benchmark": Cli(("data", "path", "gsm9k"), "unknown benchmark"),
+    # cache commands: a mistyped file is not made
+    "cache stats of a file that does not exist": Cli(
+        ("cache", "stats", "--cache", "{tmp}/out"), "out: no response cache there"
+    ),
+    "cache clear of a file that does not exist": Cli(
+        ("cache", "clear", "--cache", "{tmp}/out"), "out: no response cache there"
+    ),
     # the sandbox
     "answer code where it cannot be isolated": Cli(
         (*RUN[:4], "humaneval", "--limit", "1", *RUN[7:]),

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from maslab.core.answers import Vote, extract_answer, majority_vote, normalize_answer
+from maslab.core.answers import (
+    Vote,
+    extract_answer,
+    majority_vote,
+    normalize_answer,
+    strict_answer,
+)
 from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.kit.aggregation import answer_key
@@ -107,6 +113,39 @@ def test_extract_choice_with_options(text, expected):
 
 def test_option_text_wins_over_leading_letter():
     assert extract_answer("The answer is A train", "choice", choices=["A bus", "A train"]) == "B"
+
+
+STRICT_CASES = [  # (reply, answer type, the flexible answer, the strict one)
+    ("It is around 64, but I cannot decide.", "number", "64", None),
+    ("The answer is approximately 64.", "number", "64", None),  # a hedge in the marker
+    (r"Maybe 12. So \boxed{64}.", "number", "64", "64"),
+    ("The answer is $1,234.50.", "number", "1234.50", "1234.50"),
+    ("Final answer: 540 meters", "number", "540", "540"),  # a unit after the number
+    ("He made $70,000.\n#### 70,000", "number", "70000", "70000"),
+    (r"\boxed{x = -5}", "number", "-5", "-5"),  # the number after the last "="
+    (r"\boxed{\$18}", "number", "18", "18"),
+    (r"\boxed{\frac{3}{4}}", "number", "3/4", "3/4"),
+    ("I'd say (B) London.", "choice", "B", None),
+    ("**B**", "choice", "B", None),
+    ("The answer is (B) Paris.", "choice", "B", "B"),
+    (r"\boxed{C}", "choice", "C", "C"),
+    ("Answer: d", "choice", "D", "D"),
+    ("The answer is option D", "choice", "D", "D"),
+    ("The answer is Paris.", "choice", "B", None),  # the option's text, not its letter
+    (r"Thus \boxed{\frac{2}{4}}.", "math", r"\frac{2}{4}", r"\frac{2}{4}"),
+    ("it is 0.5", "math", "0.5", None),
+    ("The capital is Paris", "text", "The capital is Paris", None),
+    ("Final answer: Paris", "text", "Paris", "Paris"),
+]
+
+
+@pytest.mark.parametrize(("text", "answer_type", "flexible", "strict"), STRICT_CASES)
+def test_the_strict_answer_is_only_the_one_in_the_instructed_form(
+    text, answer_type, flexible, strict
+):
+    choices = CHOICES if answer_type == "choice" else None
+    assert extract_answer(text, answer_type, choices=choices) == flexible  # unchanged
+    assert strict_answer(text, answer_type, choices=choices) == strict
 
 
 def test_extract_never_returns_empty_string():

@@ -239,7 +239,12 @@ def test_a_method_instance_or_class_and_config_overrides(tmp_path):
     options = {"data": GSM8K, "limit": 1, "cache": False}
     run = maslab.evaluate(LLMDebate(agents=2, rounds=1), "gsm8k", SCRIPTED, out=tmp_path / "i",
                           **options)  # fmt: skip
-    assert run.manifest.method_config == {"agents": 2, "rounds": 1, "aggregate": "majority"}
+    assert run.manifest.method_config == {
+        "preset": None,
+        "agents": 2,
+        "rounds": 1,
+        "aggregate": "majority",
+    }
     assert run.records[0].usage["calls"] == 2
     run = maslab.evaluate(LLMDebate, "gsm8k", SCRIPTED, config={"rounds": 1},
                           out=tmp_path / "c", **options)  # fmt: skip

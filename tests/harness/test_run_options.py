@@ -25,7 +25,7 @@ from maslab import MaslabError
 from maslab import api as harness
 from maslab.bench.evaluation import get_evaluator
 from maslab.cli import build_parser
-from maslab.cli.run_flags import flag, run_keywords
+from maslab.cli.run_flags import flag, plain_text, run_keywords
 from maslab.core.context import Sampling
 from maslab.core.method import get_method
 from maslab.harness.options import SHARED, RunKeywords, RunOptions
@@ -195,7 +195,7 @@ def test_each_flag_is_derived_from_its_option(name):
     action = run_action(name)
     assert action.dest == name
     description = RunOptions.model_fields[name].description
-    assert description and action.help and action.help.startswith(description)
+    assert description and action.help and action.help.startswith(plain_text(description))
 
 
 def test_the_flags_defaults_are_the_options_defaults():

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from maslab.core.context import Context
 from maslab.core.method import get_method
 from maslab.core.task import Task
+from maslab.errors import ConfigError
 from maslab.llm.cache import Cached, ResponseCache
 from maslab.llm.endpoints import Endpoint
 from maslab.llm.pool import ModelPool
 from maslab.llm.scripted import ScriptedModel
+from maslab.llm.types import Completion
 from maslab.testing.fake_server import FakeOpenAIServer
 
 
@@ -96,3 +100,22 @@ async def test_an_alias_pointed_at_another_server_replays_nothing_it_said_before
         requests = a.requests + b.requests
         await ask(list(reversed(replicas)))  # the same replicas, listed the other way round
         assert a.requests + b.requests == requests
+
+
+def test_an_existing_cache_only_refuses_a_missing_file_and_creates_nothing(tmp_path):
+    typo = tmp_path / "typo.sqlite"
+    with pytest.raises(ConfigError, match=r"typo\.sqlite: no response cache there"):
+        ResponseCache(typo, create=False)
+    assert not typo.exists()
+
+
+def test_clearing_the_cache_shrinks_its_file(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    for index in range(200):
+        cache.put(f"key {index}", Completion(text="x" * 4000, model="m"))
+    full = cache.stats()
+    assert full["entries"] == 200 and full["bytes"] > 800_000  # the WAL counted too
+    assert cache.clear() == 200
+    cleared = cache.stats()
+    assert cleared["entries"] == 0 and cleared["bytes"] < 50_000
+    assert (tmp_path / "cache.sqlite").stat().st_size < 50_000

@@ -63,3 +63,34 @@ def test_a_transcript_lists_the_tool_calls_and_the_first_failing_turn(tmp_path):
     assert "take({}) → error: [red]empty[/]" in text  # markup in a result is shown, not applied
     assert "first failed turn: 0 (Shelf.items differ)" in text
     assert "Shelf.items: model ['a']" in text and "Shelf.items: expected ['b']" in text
+
+
+def test_strict_verdicts_and_cut_replies_get_their_columns_only_when_the_run_has_them(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.open(Manifest(method="cot", benchmark="arith", model="m", evaluator="numeric"))
+    strict = [("64", True, 0), (None, True, 2), ("3", False, 0)]  # (strict answer, ok, cut)
+    for i, (answer, ok, cut) in enumerate(strict):
+        score = Score(value=float(ok), correct=ok, extracted="64").with_strict(answer, ok)
+        record = ResultRecord(task_id=f"t{i}", status="ok", answer="a", gold="64", score=score,
+                              truncated_calls=cut)  # fmt: skip
+        store.append(record, Trace(task_id=f"t{i}", repeat=0, messages=[], calls=[]))
+    store.close()
+    out = io.StringIO()
+    show_run(store, Console(file=out, width=200))
+    lines = out.getvalue().splitlines()
+    assert lines[1].startswith("strict 33.3% [") and lines[1].endswith(
+        "66.7% of samples in the instructed form"
+    )
+    assert lines[2] == "0.67 replies cut at max_tokens per sample, in 1 of 3 samples (33.3%)"
+    assert lines[3].split() == ["task", "rep", "status", "extracted", "gold", "ok", "strict",
+                                "tokens", "calls", "cut"]  # fmt: skip
+    assert [line.split()[5:7] + line.split()[-1:] for line in lines[4:]] == [
+        ["✓", "✓", "0"], ["✓", "—", "2"], ["✗", "✗", "0"]
+    ]  # fmt: skip
+    out = io.StringIO()
+    show_task(store, "t1", 0, Console(file=out, width=200))
+    assert "strict: wrong (no answer in the instructed form)" in out.getvalue()
+    assert "replies cut at max_tokens: 2" in out.getvalue()
+    plain = io.StringIO()
+    show_run(_run(tmp_path / "plain", ["t1"]), Console(file=plain, width=200))
+    assert "strict" not in plain.getvalue() and " cut" not in plain.getvalue()
