@@ -20,8 +20,11 @@ MODEL = os.environ.get("MASLAB_MODEL", "local:smollm2-135m")
 def main() -> None:
     debate = LLMDebate(agents=3, rounds=2)
 
-    # one question: the solution, the transcript and the usage
-    outcome = debate.run("What is 17 * 23?", MODEL, sampling={"max_tokens": 128})
+    # one question: the solution, the transcript and the usage; a number question, so the
+    # debaters' final numbers are voted on (a plain string is a free-text question, whose
+    # vote would compare whole sentences)
+    question = maslab.Task(id="q", question="What is 17 * 23?", answer_type="number")
+    outcome = debate.run(question, MODEL, sampling={"max_tokens": 128})
     print(f"one question: votes {outcome.solution.metadata['votes']}, {outcome.usage.calls} calls")
     print(f"  debater_1 said: {outcome.context.transcript.messages[-3].content[:100]!r}")
 

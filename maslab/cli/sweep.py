@@ -47,7 +47,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         try:
             ready.append((cell, Runner(cell.config, shared=shared, cluster=workers)))
         except MaslabError as exc:
-            console.print(f"[yellow]set aside {escape(str(cell))}: {escape(str(exc))}[/]")
+            console.print(f"[yellow]set aside {escape(str(cell))} (why: the table at the end)[/]")
             failed.append((cell, "before running", str(exc)))
     if not ready:
         _print_failures(failed)

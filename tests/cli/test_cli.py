@@ -25,6 +25,7 @@ from maslab.store.run_store import ResultRecord, RunStore
 from maslab.testing.fake_server import FakeOpenAIServer
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli"
+ROOT = Path(__file__).parents[2]
 GSM8K = FIXTURES / "gsm8k_small.jsonl"
 SCRIPT = FIXTURES / "answers.yaml"
 
@@ -339,3 +340,13 @@ def test_a_second_run_on_a_directory_being_written_exits_2_naming_the_holder(tmp
         finally:
             first.kill()
             first.wait()
+
+
+def test_the_guides_offline_sweep_runs_offline(tmp_path, monkeypatch, capsys):
+    guide = (ROOT / "docs" / "guide" / "sweep.md").read_text(encoding="utf-8")
+    (command,) = [line for line in guide.splitlines() if "--model scripted:echo" in line]
+    monkeypatch.chdir(tmp_path)  # its runs go under runs/ here
+    monkeypatch.setenv("MASLAB_CACHE_DIR", str(tmp_path / "cache"))  # no dataset cached
+    args = command.split("#")[0].split()[1:]
+    args[1] = str(ROOT / args[1])  # examples/sweep.yaml
+    assert main([*args, "--quiet"]) == 0, capsys.readouterr().out

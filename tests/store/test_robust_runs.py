@@ -126,9 +126,10 @@ def test_a_sweep_sets_aside_a_cell_without_its_key_before_running_any(
     )
     assert main(["sweep", str(sweep), "--quiet"]) == 1
     out = capsys.readouterr().out
-    set_aside = out.index("set aside gsm8k/vanilla/openai:keyed: environment variable")
+    set_aside = out.index("set aside gsm8k/vanilla/openai:keyed (why: the table at the end)")
     assert set_aside < out.index("accuracy 60.0%")  # checked before the other cell ran
     assert "1 cell failed" in out and "MASLAB_NO_SUCH_KEY" in out.split("1 cell failed")[1]
+    assert out.count("MASLAB_NO_SUCH_KEY") == 1  # the reason is said once
     assert not (tmp_path / "sweep" / "gsm8k" / "vanilla" / "openai_keyed").exists()
 
 
