@@ -23,8 +23,10 @@ def format_p_value(p: float) -> str:
 
 
 def run_name(run: RunResult) -> str:
-    """A run as a comparison names it: method · model · its directory's name."""
-    return f"{run.manifest.method} · {run.manifest.model} · {run.dir.name}"
+    """A run as a comparison names it: method · model · its directory's name, then the scoring
+    its records carry, if not the run's own (``maslab score``)."""
+    scoring = f" · scoring {run.scoring}" if run.scoring else ""
+    return f"{run.manifest.method} · {run.manifest.model} · {run.dir.name}{scoring}"
 
 
 @dataclass(frozen=True)

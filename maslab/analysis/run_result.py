@@ -147,11 +147,20 @@ class RunResult:
     superseded: list[ResultRecord]
     optimization: list[ResultRecord] = field(default_factory=list)
     """The attempts at the optimisation step (``--optimize-on``), its cost apart."""
+    scoring: str | None = None
+    """The label of the scoring (``maslab score``) the records carry; None: the run's own."""
 
     @classmethod
-    def read(cls, store: RunStore) -> RunResult:
+    def read(cls, store: RunStore, scoring: str | None = None) -> RunResult:
+        """The run in ``store``; with ``scoring``, its records as that scoring scored them (see
+        :func:`maslab.analysis.rescoring.scored_by`)."""
         records, superseded = store.records()
-        return cls(store.dir, store.manifest(), records, superseded, store.optimizations())
+        if scoring is not None:
+            from maslab.analysis.rescoring import scored_by
+
+            records = scored_by(store, scoring, records)
+        manifest, optimization = store.manifest(), store.optimizations()
+        return cls(store.dir, manifest, records, superseded, optimization, scoring)
 
     @cached_property
     def summary(self) -> Summary:
@@ -203,6 +212,7 @@ class RunResult:
                 if (opt := s.describe_optimization())
                 else []
             ),
+            *([("scoring", self.scoring)] if self.scoring else []),
             ("dir", str(self.dir)),
         ]  # fmt: skip
 
@@ -219,7 +229,8 @@ class RunResult:
         return f"<b>{html.escape(run_label(self.manifest))}</b><table>{rows}</table>"
 
 
-def load_run(path: str | Path) -> RunResult:
-    """Read a run directory (finished, or cut short) back; a one-line :class:`ConfigError`
-    when ``path`` is not one."""
-    return RunResult.read(existing_run(path))
+def load_run(path: str | Path, scoring: str | None = None) -> RunResult:
+    """Read a run directory (finished, or cut short) back, its records as scored by the run or,
+    given its label, by a scoring of ``maslab score``; a one-line :class:`ConfigError` when
+    ``path`` is not a run, or has no such scoring."""
+    return RunResult.read(existing_run(path), scoring)

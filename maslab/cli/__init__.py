@@ -1,5 +1,5 @@
-"""The ``maslab`` command: run, sweep, merge, report, show, triage, attribute, view, compare,
-agreement, export, list, data, cache.
+"""The ``maslab`` command: run, sweep, merge, report, show, triage, attribute, score, view,
+compare, agreement, export, list, data, cache.
 
 Every failure is one line on stderr. Exit status: 2 for a user mistake (a bad option, name,
 file or value), 1 for samples that errored or a file system failure (disk full, permissions),
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
 
-from maslab.cli import attribution, catalogue, export, reading, run, sweep, triage, view
+from maslab.cli import attribution, catalogue, export, reading, run, scoring, sweep, triage, view
 from maslab.cli.console import Parser, RunStopped, Terminated
 from maslab.cli.run_flags import plain_text
 from maslab.errors import MaslabError, RunFailed
@@ -31,7 +31,7 @@ def build_parser() -> Parser:
     summary = " ".join(__doc__.split("\n\n")[0].split())
     parser = Parser(prog="maslab", description=plain_text(summary))
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (run, sweep, reading, triage, attribution, view, export, catalogue):
+    for commands in (run, sweep, reading, triage, attribution, scoring, view, export, catalogue):
         commands.add_commands(sub)
     return parser
 

@@ -13,6 +13,8 @@ from maslab.cli.console import console, number, output_file
 from maslab.errors import ConfigError
 from maslab.store.run_store import existing_run
 
+SCORING_HELP = "the verdicts of this scoring (maslab score --label) instead of the run's own"
+
 
 def cmd_report(args: argparse.Namespace) -> int:
     from maslab.report import build_report
@@ -40,9 +42,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     store = existing_run(args.run)
     if args.task_id is None:
-        show_run(store, console, _load_prices(args.prices) if args.prices else None)
+        prices = _load_prices(args.prices) if args.prices else None
+        show_run(store, console, prices, scoring=args.scoring)
     else:
-        show_task(store, args.task_id, args.repeat, console)
+        show_task(store, args.task_id, args.repeat, console, scoring=args.scoring)
     return 0
 
 
@@ -50,7 +53,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from maslab.analysis.comparison import compare
     from maslab.analysis.run_result import RunResult
 
-    a, b = (RunResult.read(existing_run(run)) for run in (args.run_a, args.run_b))
+    a, b = (RunResult.read(existing_run(run), args.scoring) for run in (args.run_a, args.run_b))
     comparison = compare(a, b, pair_by_id=args.pair_by_id)
     if comparison.warning:
         console.print(f"[yellow]{comparison.warning}[/]")
@@ -105,6 +108,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("task_id", nargs="?")
     p.add_argument("--repeat", type=number(int, 0), default=0)
     p.add_argument("--prices", type=Path, help="YAML: model spec -> [USD per 1M in, out]")
+    p.add_argument("--scoring", metavar="LABEL", help=SCORING_HELP)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser(
@@ -115,6 +119,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--pair-by-id", action="store_true", help="pair by task id even when the data differ"
     )
+    p.add_argument("--scoring", metavar="LABEL", help=f"{SCORING_HELP}, in each run")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("agreement", help="score one run with two evaluators and compare them")

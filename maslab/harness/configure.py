@@ -24,7 +24,7 @@ from maslab.core.method import Method, get_method
 from maslab.core.roles import ModelRoles, parse_model_roles, role_models
 from maslab.defaults import DEMO_MAX_TOKENS, DEMO_MODEL
 from maslab.errors import ConfigError, MaslabError
-from maslab.harness.options import RunOptions
+from maslab.harness.options import Overrides, RunOptions
 from maslab.harness.runner import RunConfig
 from maslab.harness.shard import parse_shard
 from maslab.llm.registry import check_model
@@ -92,6 +92,26 @@ def checked_method(
     return built, built.check_model_roles(roles)
 
 
+def scoring_options(
+    evaluator: str,
+    overrides: Overrides | None,
+    judge_model: str | None,
+    *,
+    judge_flag: str,
+    option_flag: str,
+) -> dict[str, Any]:
+    """The evaluator's options from its overrides (``--evaluator-option``) and a judge model
+    (``--judge-model``), checked before anything runs: a judge given twice, a judge model for
+    an evaluator without a judge, or a bad option is a one-line ConfigError naming the flags."""
+    extra = apply_overrides({}, overrides or (), option_flag)
+    if judge_model and "judge" in extra:
+        raise ConfigError(f"give the judge once: {judge_flag} or {option_flag} judge")
+    judged = judge_options(evaluator, judge_model or extra.get("judge"))
+    if judge_model and not judged:
+        raise unused_judge(judge_flag, [evaluator])
+    return check_evaluator_options(evaluator, {**judged, **extra}, option_flag)
+
+
 def configure(
     method: str | Method | type[Method],
     benchmark: str,
@@ -122,16 +142,12 @@ def configure(
     if callable(evaluator):  # a function: scored through it, recorded by its qualified name
         evaluator = function_evaluator(evaluator).name
     evaluator_name = evaluator or get_benchmark(benchmark).evaluator
-    extra = apply_overrides({}, o.evaluator_options or (), option("evaluator_options"))
-    if o.judge_model and "judge" in extra:
-        raise ConfigError(
-            f"give the judge once: {option('judge_model')} or {option('evaluator_options')} judge"
-        )
-    judged = judge_options(evaluator_name, o.judge_model or extra.get("judge"))
-    if o.judge_model and not judged:
-        raise unused_judge(option("judge_model"), [evaluator_name])
-    scoring = check_evaluator_options(
-        evaluator_name, {**judged, **extra}, option("evaluator_options")
+    scoring = scoring_options(
+        evaluator_name,
+        o.evaluator_options,
+        o.judge_model,
+        judge_flag=option("judge_model"),
+        option_flag=option("evaluator_options"),
     )
     for spec in filter(None, (model, o.judge_model, *role_models(roles))):
         check_model(spec, o.endpoints, keys=keys)

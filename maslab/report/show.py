@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
+from maslab.analysis.rescoring import scored_by
 from maslab.analysis.stats import summarize
 from maslab.core.roles import describe_model_roles
 from maslab.errors import ConfigError, one_line
@@ -27,12 +28,18 @@ _RESULT_CHARS = 160  # of a tool call's result, on its line
 
 
 def show_run(
-    store: RunStore, console: Console, prices: Mapping[str, tuple[float, float]] | None = None
+    store: RunStore,
+    console: Console,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    *,
+    scoring: str | None = None,
 ) -> None:
     """The run's summary and one row per sample; ``prices`` (model -> USD per 1M prompt and
-    completion tokens) adds the cost per sample, each model at its own price."""
+    completion tokens) adds the cost per sample, each model at its own price; ``scoring`` (a
+    label of ``maslab score``) shows that scoring's verdicts instead of the run's own."""
     manifest = store.manifest()
     records, superseded = store.records()
+    records = _scored(store, scoring, records)
     records.sort(key=lambda r: r.key)
     s = summarize(records, superseded=superseded, optimization=store.optimizations())
     console.print(
@@ -41,6 +48,14 @@ def show_run(
         f"{s.mean_tokens:,.0f} tokens per sample ({s.mean_spent_tokens:,.0f} newly "
         f"spent) · {s.total_served_tokens:,} served in all"
     )
+    if scoring is not None:
+        by = store.scorings(scoring)[0]
+        options = ", ".join(f"{k}={v}" for k, v in by.evaluator_options.items())
+        console.print(
+            f"scoring {escape(scoring)}: {escape(by.evaluator)}"
+            + (f" ({escape(options)})" if options else "")
+            + f", not the run's {escape(manifest.evaluator)}"
+        )
     if strict := s.describe_strict():
         console.print(strict)
     if truncation := s.describe_truncation():
@@ -105,13 +120,17 @@ def _rows(records: Sequence[ResultRecord], strict: bool = False, cut: bool = Fal
     return text
 
 
-def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> None:
-    """The transcript of (``task_id``, ``repeat``) and its verdict; only its trace is read."""
+def show_task(
+    store: RunStore, task_id: str, repeat: int, console: Console, *, scoring: str | None = None
+) -> None:
+    """The transcript of (``task_id``, ``repeat``) and its verdict, or the verdict of the
+    scoring ``scoring`` (a label of ``maslab score``); only its trace is read."""
     index = store.index()
     [(_, trace)] = store.traces_of([(task_id, repeat)], index)
     if trace is None:
         raise ConfigError(_missing(store, task_id, repeat, index))
-    result = next((r for r in store.results() if r.key == (task_id, repeat)), None)
+    records = _scored(store, scoring, store.results())
+    result = next((r for r in records if r.key == (task_id, repeat)), None)
     prompt = Panel(escape(trace.prompt or ""), title=f"task {escape(task_id)}", expand=False)
     console.print(prompt, soft_wrap=False)
     for m in trace.messages:
@@ -143,6 +162,13 @@ def show_task(store: RunStore, task_id: str, repeat: int, console: Console) -> N
         details = result.score.details if result.score else {}
         if "first_failed_turn" in details:
             console.print(escape(_first_failure(details)), soft_wrap=False)
+
+
+def _scored(
+    store: RunStore, scoring: str | None, records: list[ResultRecord]
+) -> list[ResultRecord]:
+    """``records``, as the scoring ``scoring`` scored them if one is named."""
+    return records if scoring is None else scored_by(store, scoring, records)
 
 
 def _tool_lines(tools: Sequence[TraceTool]) -> Text:

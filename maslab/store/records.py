@@ -12,6 +12,8 @@ reads runs through it, in these types.
 | ``optimize.jsonl`` | one line per attempt at the optimisation step | :class:`ResultRecord` |
 | ``optimize_traces.jsonl`` | the trace of each such attempt | :class:`Trace` |
 | ``learned_state.json`` | what the method learned in that step | :class:`LearnedStateFile` |
+| ``attributions.jsonl`` | who made failed samples fail | :class:`AttributionRecord` |
+| ``scorings.jsonl`` | samples scored again (``maslab score``) | :class:`ScoringRecord` |
 | ``.lock`` | the pid of the process writing the run | |
 
 **Versions.** :data:`FORMAT_VERSION` is the format this maslab writes, in the manifest's
@@ -69,6 +71,10 @@ OPTIMIZATION, OPTIMIZATION_TRACES = "optimize.jsonl", "optimize_traces.jsonl"
 LEARNED_STATE = "learned_state.json"
 ATTRIBUTIONS = "attributions.jsonl"
 """Failure attribution (``maslab attribute``): one line per failed sample, strategy and judge."""
+SCORINGS = "scorings.jsonl"
+"""Re-scorings (``maslab score``): one line per sample and scoring label, beside the original
+scores, which stay as they are. One file for every label, not one per label: :data:`FILES`
+names each file of a run, and a label is a field, as an attribution's strategy is."""
 
 Status = Literal["ok", "budget", "error"]
 Key = tuple[str, int]
@@ -430,9 +436,14 @@ def _option_defaults(key: str, manifest: Manifest) -> dict[str, Any]:
         plugin = get_method(manifest.method) if by_method else get_evaluator(manifest.evaluator)
     except ConfigError:
         return {}
+    return config_defaults(plugin.Config)
+
+
+def config_defaults(config: type[BaseModel]) -> dict[str, Any]:
+    """The defaults of the settings of a plug-in's ``config`` that have one, as JSON values."""
     return {
         name: to_jsonable_python(field.get_default(call_default_factory=True))
-        for name, field in plugin.Config.model_fields.items()
+        for name, field in config.model_fields.items()
         if not field.is_required()
     }
 
@@ -511,6 +522,35 @@ class AttributionRecord(_Part):
         return (self.task_id, self.repeat, self.strategy, self.judge)
 
 
+# --- re-scoring -------------------------------------------------------------------------------
+
+
+class ScoringRecord(_Part):
+    """One sample of the run scored again, by another evaluator or other options
+    (:mod:`maslab.analysis.rescoring`); one line of ``scorings.jsonl``.
+
+    ``label`` names the scoring (``maslab show --scoring LABEL``); every line of a label has
+    the same ``evaluator`` and ``evaluator_options`` (the checked options, defaults included,
+    less the execution options). ``score`` is the evaluator's verdict on the sample's recorded
+    answer; None when the evaluator failed on it, ``error`` saying why (the next ``maslab
+    score`` of the label tries it again). ``scoring_usage`` is the judge's calls on the sample
+    (``UsageTotals`` fields), scoring spend, never the method's."""
+
+    label: str
+    task_id: str
+    repeat: int
+    evaluator: str
+    evaluator_options: dict[str, Any] = Field(default_factory=dict)
+    score: Score | None = None
+    error: str | None = None
+    scoring_usage: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """The label and the sample: a later line for the same key replaces the earlier."""
+        return (self.label, self.task_id, self.repeat)
+
+
 FILES: dict[str, type[BaseModel]] = {
     MANIFEST: Manifest,
     RESULTS: ResultRecord,
@@ -520,6 +560,7 @@ FILES: dict[str, type[BaseModel]] = {
     OPTIMIZATION_TRACES: Trace,
     LEARNED_STATE: LearnedStateFile,
     ATTRIBUTIONS: AttributionRecord,
+    SCORINGS: ScoringRecord,
 }
 """Each file of a run directory that holds records -> their type (one per line in a
 ``.jsonl``; ``traces.idx`` and ``.lock`` hold none)."""

@@ -14,8 +14,9 @@ The manifest names the run's planned samples (``task_ids`` × ``repeats``); read
 reports exactly those, so a re-run with a smaller ``--limit`` or ``--repeats`` reports the
 subset it asked for while the older records stay on disk.
 
-``maslab attribute`` appends ``attributions.jsonl`` (:mod:`maslab.analysis.attribution`),
-holding the run's lock while it does.
+``maslab attribute`` appends ``attributions.jsonl`` (:mod:`maslab.analysis.attribution`) and
+``maslab score`` ``scorings.jsonl`` (:mod:`maslab.analysis.rescoring`), each holding the run's
+lock while it does: analysis beside the run, whose own files stay as they are.
 
 A run with an optimisation step (``--optimize-on``) also holds ``optimize.jsonl`` (one record
 per attempt at the step, its spend apart from the samples'), ``optimize_traces.jsonl`` (its
@@ -35,9 +36,9 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -55,6 +56,7 @@ from maslab.store.records import (
     OPTIMIZATION,
     OPTIMIZATION_TRACES,
     RESULTS,
+    SCORINGS,
     SPENT_KEYS,
     SUPERSEDED,
     TRACES,
@@ -64,6 +66,7 @@ from maslab.store.records import (
     LearnedStateFile,
     Manifest,
     ResultRecord,
+    ScoringRecord,
     Status,
     Trace,
     read_manifest,
@@ -71,12 +74,16 @@ from maslab.store.records import (
 
 __all__ = [  # the run format's names, defined in maslab.store.records, are read from here too
     "ATTRIBUTIONS", "CACHED_KEYS", "FORMAT_VERSION", "LEARNED_STATE", "LOCK", "MANIFEST",
-    "OPTIMIZATION", "OPTIMIZATION_TRACES", "RESULTS", "SPENT_KEYS", "SUPERSEDED", "TRACES",
-    "AttributionRecord", "FormatTooNew", "Key", "Manifest", "ResultRecord", "RunLocked",
-    "RunStore", "Status", "Trace", "existing_run", "partial_file", "write_atomically",
+    "OPTIMIZATION", "OPTIMIZATION_TRACES", "RESULTS", "SCORINGS", "SPENT_KEYS", "SUPERSEDED",
+    "TRACES", "AttributionRecord", "FormatTooNew", "Key", "Manifest", "ResultRecord", "RunLocked",
+    "RunStore", "ScoringRecord", "Status", "Trace", "existing_run", "partial_file",
+    "write_atomically",
 ]  # fmt: skip
 
 log = logging.getLogger(__name__)
+
+Beside = TypeVar("Beside", AttributionRecord, ScoringRecord)
+"""A record of analysis kept beside the run (appended under its lock, the latest per key)."""
 
 
 _SKIPPED: set[tuple[Path, int, str]] = set()
@@ -309,23 +316,41 @@ class RunStore:
     def attributions(self) -> list[AttributionRecord]:
         """The latest attribution of each sample by each strategy and judge
         (``attributions.jsonl``; none before ``maslab attribute`` ran)."""
-        path, latest = self.dir / ATTRIBUTIONS, {}
+        return self._beside(ATTRIBUTIONS, AttributionRecord)
+
+    def attributing(self) -> AbstractContextManager[Callable[[AttributionRecord], None]]:
+        """An appender of attributions, each line written whole, while this store holds the
+        run's lock (a run cannot write the directory meanwhile, nor another attribution)."""
+        return self._appending(ATTRIBUTIONS, AttributionRecord)
+
+    def scorings(self, label: str | None = None) -> list[ScoringRecord]:
+        """The latest scoring of each sample by each label, or by ``label`` only
+        (``scorings.jsonl``; none before ``maslab score`` ran)."""
+        return [s for s in self._beside(SCORINGS, ScoringRecord) if label in (None, s.label)]
+
+    def scoring(self) -> AbstractContextManager[Callable[[ScoringRecord], None]]:
+        """An appender of scorings, as :meth:`attributing` appends attributions."""
+        return self._appending(SCORINGS, ScoringRecord)
+
+    def _beside(self, name: str, kind: type[Beside]) -> list[Beside]:
+        """The latest record of each key in the file ``name`` (others skipped with a warning)."""
+        path, latest = self.dir / name, {}
         for number, row in _read_lines(path):
             try:
-                record = AttributionRecord.model_validate(row)
+                record = kind.model_validate(row)
             except ValidationError:
-                _skip(path, number, "not an attribution record")
+                _skip(path, number, f"no {kind.__name__}")
                 continue
             latest[record.key] = record
         return list(latest.values())
 
     @contextmanager
-    def attributing(self) -> Iterator[Callable[[AttributionRecord], None]]:
-        """An appender of attributions, each line written whole, while this store holds the
-        run's lock (a run cannot write the directory meanwhile, nor another attribution)."""
+    def _appending(self, name: str, kind: type[Beside]) -> Iterator[Callable[[Beside], None]]:
+        """An appender of ``kind`` records to the file ``name``, each line written whole, while
+        this store holds the run's lock."""
         self._take_lock()
         try:
-            path = self.dir / ATTRIBUTIONS
+            path = self.dir / name
             _cut_torn_tail(path)
             with path.open("ab") as f:
                 yield lambda record: _append_whole(f, _line(record.model_dump(mode="json")))

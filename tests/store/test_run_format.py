@@ -42,6 +42,7 @@ from maslab.store.records import (
     LEARNED_STATE,
     LOCK,
     MANIFEST,
+    SCORINGS,
     TRACES,
     FormatTooNew,
     Manifest,
@@ -263,10 +264,12 @@ def test_every_line_every_writer_writes_is_exactly_what_the_format_types(
     assert [r.status for r in run.records] == ["ok", "error", "ok"]
     attributed = len(failed(run.records))
     assert attributed and main(["attribute", str(run.dir), "--judge-model", "probe:judge"]) == 0
+    for evaluator in (["exact"], ["llm_judge", "--judge-model", "probe:judge"]):
+        assert main(["score", str(run.dir), "--evaluator", *evaluator]) == 0
     checked = assert_run_conforms(run.dir)
     assert checked == {
         LEARNED_STATE: 1, MANIFEST: 1, "optimize.jsonl": 1, "optimize_traces.jsonl": 1,
-        "results.jsonl": 3, TRACES: 3, ATTRIBUTIONS: attributed,
+        "results.jsonl": 3, TRACES: 3, ATTRIBUTIONS: attributed, SCORINGS: 2 * 2,
     }  # fmt: skip
     assert run.manifest.format_version == FORMAT_VERSION
 
