@@ -12,11 +12,13 @@ written, so no run's traces are held at once; matplotlib is imported only when a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from html import escape
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -42,12 +44,14 @@ from maslab.store.records import (
 from maslab.store.run_store import Manifest, ResultRecord, RunStore, partial_file
 
 Prices = Mapping[str, tuple[float, float]]
+_SCRIPT_FILES = {".json", ".yaml", ".yml"}  # a scripted model's file, named by its stem
 
 _CSS = """
 body { font: 15px/1.5 system-ui, sans-serif; color: #222; max-width: 1200px; margin: 2em auto;
   padding: 0 1.5em; }
 h1 { margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; width: 100%; }
+.leaderboard { font-size: 0.9em; }
 th, td { padding: 0.35em 0.7em; border-bottom: 1px solid #e4e4e4; text-align: left; }
 th { background: #f3f5f8; } tbody tr:hover { background: #fafbfc; }
 .leaderboard td:nth-child(n+5), .numbers td:nth-child(n+2) { text-align: right;
@@ -111,12 +115,32 @@ def _load(directory: str | Path, anchor: str) -> _Run:
 
 
 def _short_model(spec: str) -> str:
-    """``openai:gpt-4o@http://...`` -> ``gpt-4o``; ``scripted:/a/b/answers.yaml`` -> ``answers``."""
-    name = spec.partition(":")[2].partition("@")[0] or spec
-    return Path(name).stem if "/" in name else name
+    """``openai:gpt-4o@http://...`` -> ``gpt-4o``; ``openai:Qwen/Qwen2.5-7B`` -> ``Qwen2.5-7B``;
+    ``scripted:/a/b/answers.yaml`` -> ``answers``."""
+    name = Path(spec.partition(":")[2].partition("@")[0] or spec)
+    return name.stem if name.suffix in _SCRIPT_FILES else name.name
+
+
+def breakable(text: str) -> str:
+    """``text`` escaped, with a place to break the line after each ``/ . : = @ _ ,`` (a long
+    model spec or label wraps there rather than widen its table)."""
+    return re.sub(r"([/.:=@_,])", r"\1<wbr>", escape(text))
+
+
+def _endpoint(spec: str) -> str | None:
+    """``openai:gpt-4o@http://gpu-2:8000/v1`` -> ``gpu-2:8000``; None without an endpoint."""
+    url = spec.partition(":")[2].partition("@")[2]
+    return (urlsplit(url).netloc or url) if url else None
+
+
+def one_line(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 _UNSHOWN = {"dataset_hash", "task_ids"}  # opaque, or long and implied by the others
+_WIDTH = 24  # the most characters a setting's value shows in a label
 _SETTINGS = tuple(
     name for name in (*Manifest.IDENTITY, "repeats", "limit", "data")
     if name not in ("method", "method_config")
@@ -124,17 +148,22 @@ _SETTINGS = tuple(
 
 
 def _settings(manifest: Manifest) -> dict[str, str]:
-    """What set the run up, flat and as text: the method's config keys as they are, then the
-    run's other settings (``benchmark``, ``sampling.temperature``, ...)."""
+    """What set the run up, flat and as text, whole: the method's config keys as they are, then
+    the run's other settings (``benchmark``, ``sampling.temperature``, ...), each model's
+    endpoint apart from its name (``model=openai:gpt-4o``, ``endpoint=gpu-2:8000``)."""
     flat: dict[str, str] = {}
 
     def add(key: str, value: Any) -> None:
+        head, _, last = key.rpartition(".")
         if isinstance(value, dict):
             for k, v in value.items():
                 add(f"{key}.{k}" if key else str(k), v)
-        elif key.rpartition(".")[2] not in _UNSHOWN:
+        elif last == "model" and isinstance(value, str) and (endpoint := _endpoint(value)):
+            add(key, value.partition("@")[0])
+            add(f"{head}.endpoint" if head else "endpoint", endpoint)
+        elif last not in _UNSHOWN:
             text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
-            flat.setdefault(key, text if len(text) <= 24 else text[:23] + "…")
+            flat.setdefault(key, text)
 
     add("", manifest.method_config)
     for name in _SETTINGS:
@@ -142,26 +171,27 @@ def _settings(manifest: Manifest) -> dict[str, str]:
     return flat
 
 
-def _labels(runs: Sequence[_Run]) -> list[str]:
-    """Each run's label: its method, its model's short name when the runs use several, and,
-    among runs that would share that, the settings in which they differ
-    (``llm_debate (agents=3)``); runs that differ in none are told apart by their directory."""
-    several_models = len({run.manifest.model for run in runs}) > 1
-    bases = [
-        run.manifest.method + (f" · {_short_model(run.manifest.model)}" if several_models else "")
-        for run in runs
-    ]
-    settings = [_settings(run.manifest) for run in runs]
+def run_labels(
+    manifests: Sequence[Manifest], directories: Sequence[Path], *, model: bool | None = None
+) -> list[str]:
+    """Each run's label: its method, its model's short name (``model``: always, never, or
+    None: when the runs use several), and, among runs that would share that, the settings in
+    which they differ (``llm_debate (agents=3)``, ``vanilla · gpt-4o (endpoint=gpu-2:8000)``);
+    runs that differ in none are told apart by their directory's name."""
+    if model is None:
+        model = len({m.model for m in manifests}) > 1
+    bases = [m.method + (f" · {_short_model(m.model)}" if model else "") for m in manifests]
+    settings = [_settings(m) for m in manifests]
     labels = []
-    for run, base, own in zip(runs, bases, settings, strict=True):
+    for directory, base, own in zip(directories, bases, settings, strict=True):
         group = [other for b, other in zip(bases, settings, strict=True) if b == base]
         if len(group) == 1:
             labels.append(base)
             continue
         keys = dict.fromkeys(key for other in group for key in other)
         differ = [k for k in keys if len({other.get(k, "unset") for other in group}) > 1]
-        shown = ", ".join(f"{k}={own.get(k, 'unset')}" for k in differ) or run.store.dir.name
-        labels.append(f"{base} ({shown})")
+        text = ", ".join(f"{k}={one_line(own.get(k, 'unset'), _WIDTH)}" for k in differ)
+        labels.append(f"{base} ({text or directory.name})")
     return labels
 
 
@@ -179,7 +209,7 @@ def _pictures(runs: Sequence[_Run]) -> str:
     plots = (
         cost_accuracy(numbered),
         pass_at_k(numbered),
-        convergence([(run.number, run.figures.rounds) for run in runs]),
+        *convergence([(run.number, run.manifest.method, run.figures.rounds) for run in runs]),
     )
     shown = "".join(f'<div class="plot">{plot}</div>' for plot in plots if plot)
     if not shown:
@@ -222,14 +252,14 @@ def _leaderboard(runs: Sequence[_Run], prices: Prices | None) -> str:
     for run, tooled in zip(runs, tools, strict=True):
         m, s = run.manifest, run.summary
         per_task = (
-            f"{s.mean_tokens:,.0f}", f"{s.mean_spent_tokens:,.0f}", f"{s.mean_calls:.1f}",
+            f"{s.mean_tokens:,.0f}", f"{s.mean_spent_tokens:,.0f}", f"{s.mean_calls:,.1f}",
             _cost(s, prices),
         )  # fmt: skip
         cells = (
             _badge(run),
-            f'<a href="#{run.anchor}">{escape(run.label)}</a>',
-            escape(m.benchmark),
-            escape(_models(m)),
+            f'<a href="#{run.anchor}">{breakable(run.label)}</a>',
+            breakable(m.benchmark),
+            breakable(_models(m)),
             s.n,
             _accuracy(s),
             s.unparsed,
@@ -296,14 +326,38 @@ def _topologies(run: _Run) -> str:
     return f'<h4>Topologies</h4><div class="topologies">{drawn}</div>' if drawn else ""
 
 
-def _tally(trace: Trace) -> str:
-    """'42 ×2, 41 ×1; 1 agent gave none': the answers of the agents in the last round."""
+def describe_votes(record: ResultRecord, trace: Trace) -> str | None:
+    """'42 ×2, 41 ×1; 1 agent gave none': the answers of the agents in the last round, and how a
+    tie at the top was broken (:func:`_tie`); None when the trace records no answers."""
+    if not trajectory.has_answers(trace):
+        return None
     rounds = trajectory.round_answers(trace)
     finals = list(rounds[max(rounds)].values()) if rounds else []
-    counted = ", ".join(f"{a} ×{count}" for a, count in trajectory.vote_tally(finals))
+    tally = trajectory.vote_tally(finals)
+    counted = ", ".join(f"{a} ×{count}" for a, count in tally)
     missing = finals.count(None)
     none = f"{missing} agent{'s' if missing > 1 else ''} gave none" if missing else ""
-    return "; ".join(filter(None, (counted, none)))
+    return "; ".join(filter(None, (counted, none, _tie(record, trace, tally))))
+
+
+def _tie(record: ResultRecord, trace: Trace, tally: Sequence[tuple[str, int]]) -> str | None:
+    """How the method broke a tie at the top of ``tally``: a majority vote by its earliest
+    agent's answer, an aggregator or the method otherwise by its final answer; None without a
+    tie."""
+    tied = [answer for answer, count in tally if count == tally[0][1]] if tally else []
+    if len(tied) < 2:
+        return None
+    rule = record.metadata.get("aggregate")
+    if rule == "majority":
+        chosen = trajectory.final_answer(trace, record.answer)
+        return f"a tie, broken by the vote's rule, the earliest agent's answer: {chosen}"
+    by = "the aggregator" if rule == "llm" else "the method"
+    final = record.score.extracted if record.score else None
+    if final is None:
+        return f"a tie; {by} gave no final answer"
+    if final not in tied:
+        return f"a tie; {by}'s final answer, {final}, is none of the tied ones"
+    return f"a tie, broken by {by}: {final}"
 
 
 def _messages(
@@ -351,10 +405,7 @@ def _record(record: ResultRecord, trace: Trace, run: _Run, target: str) -> str:
     reference when the run's section drew it. A link to ``target`` (an element at the top of
     its content) opens it."""
     score = record.score
-    tally = _tally(trace) if trajectory.has_answers(trace) else None
-    verdict = "error" if record.status == "error" else "ok" if record.correct else "bad"
-    marks = {"error": "error", "ok": "✓ correct", "bad": "✗ wrong"}
-    mark = "∅ unparsed" if record.unparsed else marks[verdict]
+    tally = describe_votes(record, trace)
     facts = {
         "Status": record.status + (" (unparsed)" if record.unparsed else ""),
         "Gold": record.gold,
@@ -388,13 +439,14 @@ def _record(record: ResultRecord, trace: Trace, run: _Run, target: str) -> str:
     if trace.calls:
         parts.append(f"<h4>Calls</h4>{_calls(trace.calls)}")
     extracted = f" → {escape(score.extracted)}" if score and score.extracted is not None else ""
+    gold = f" · gold {escape(one_line(record.gold, 60))}" if record.gold is not None else ""
     votes = f" · votes {escape(tally)}" if tally else ""
     tooled = f" · {counted}" if (counted := tools_html.tool_counts(record)) else ""
     fired = run.triage.fired.get(record.key, {})
     return (
-        f"<details{report_triage.attributes(fired)}><summary>"
-        f'<span class="tag {verdict}">{mark}</span> <code>{escape(record.task_id)}</code> '
-        f'<span class="muted">repeat {record.repeat}{extracted}{votes}{tooled}</span>'
+        f"<details{report_triage.attributes(record, fired)}><summary>"
+        f"{report_triage.tag(record)} <code>{escape(record.task_id)}</code> "
+        f'<span class="muted">repeat {record.repeat}{extracted}{gold}{votes}{tooled}</span>'
         f'{report_triage.badges(fired)}</summary><span class="target" id="{target}"></span>'
         f"{''.join(parts)}</details>"
     )
@@ -428,6 +480,7 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
     about = [
         s.design if s.n else "no results",
         f"accuracy {_accuracy(s)}",
+        *filter(None, (s.describe_strict(), s.describe_truncation())),
         f"{s.budget_stopped} budget-stopped",
         f"{s.mean_latency_s:.1f} s model time per sample",
         f"{s.mean_cached_tokens:,.0f} cached tokens per sample",
@@ -465,7 +518,8 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
         if run.triage.ranked:
             order = f"flagged first, the most signals first; then the others {order}"
         fired = [run.triage.fired.get(r.key, {}) for r in records]
-        chooser = report_triage.chooser(run.anchor, fired)
+        wrong = sum(report_triage.outcome(r) != "correct" for r in records)
+        chooser = report_triage.chooser(run.anchor, fired, wrong)
         yield f'<h4>Samples</h4><p class="muted">{order}</p>{chooser}'
     traces = run.store.traces_of(r.key for r in records)
     for record, (_, trace) in zip(records, traces, strict=True):
@@ -492,9 +546,10 @@ def build_report(
     """
     loaded = (_load(directory, f"run-{i}") for i, directory in enumerate(run_dirs))
     runs = sorted(loaded, key=lambda run: -run.summary.accuracy)
+    labels = run_labels([run.manifest for run in runs], [run.store.dir for run in runs])
     runs = [
         replace(run, number=number, label=label)
-        for number, (run, label) in enumerate(zip(runs, _labels(runs), strict=True), 1)
+        for number, (run, label) in enumerate(zip(runs, labels, strict=True), 1)
     ]
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)

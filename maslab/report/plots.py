@@ -1,5 +1,5 @@
-"""The report's plots, each an ``<img>`` holding a base64 PNG: accuracy against tokens, pass@k
-and per-round agreement and accuracy.
+"""The report's plots, each an ``<img>`` holding a base64 PNG under its title: accuracy against
+tokens, pass@k and, per method, per-round agreement and accuracy.
 
 Each run is a number (its row in the leaderboard and in the key beside the plots) with its own
 colour and marker. A point's number goes beside it where it collides neither with the other
@@ -205,6 +205,7 @@ def cost_accuracy(runs: Sequence[Run]) -> str:
         ax.xaxis.set_minor_formatter(NullFormatter())
     ax.xaxis.set_major_formatter(FuncFormatter(_compact))
     ax.set(xlabel="tokens per sample (spent + cached)", ylabel="accuracy (%)", ylim=(-2, 102))
+    ax.set_title("Accuracy against tokens per sample")
     ax.grid(alpha=0.3)
     _number(ax, points, bars)
     return _img(fig, "accuracy against tokens per sample, one numbered point per run")
@@ -228,37 +229,55 @@ def pass_at_k(runs: Sequence[Run]) -> str:
         ends.append((number, ks[-1], ys[-1]))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(xlabel="k (samples drawn per task)", ylabel="pass@k (%)", ylim=(-2, 102))
+    ax.set_title("pass@k: a task solved in k samples")
     ax.grid(alpha=0.3)
     _column(ax, ends)
     return _img(fig, "pass@k against k, one numbered curve per run with repeats")
 
 
-def convergence(runs: Sequence[tuple[int, Mapping[int, RoundFigures]]]) -> str:
-    """Per round, the share of samples whose agents agree and the accuracy of the round's
-    majority answer, one numbered curve per round-based run; none without such a run."""
-    runs = [(number, rounds) for number, rounds in runs if len(rounds) > 1]
-    if not runs:
-        return ""
+def convergence(runs: Sequence[tuple[int, str, Mapping[int, RoundFigures]]]) -> list[str]:
+    """One plot per method with round-based runs (``runs``: number, method, rounds): per round,
+    the share of samples whose agents agree and the accuracy of the round's majority answer,
+    one numbered curve per run. Methods number their rounds in their own ways (a debate's
+    rounds are not a moderator's), so each has its own axes; a measure no run of the method has
+    (agreement, with one agent a round) is left out."""
+    methods: dict[str, list[tuple[int, Mapping[int, RoundFigures]]]] = {}
+    for number, method, rounds in runs:
+        if len(rounds) > 1:
+            methods.setdefault(method, []).append((number, rounds))
+    return [_convergence(method, numbered) for method, numbered in methods.items()]
+
+
+def _convergence(method: str, runs: Sequence[tuple[int, Mapping[int, RoundFigures]]]) -> str:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(9, 3.6))
-    agree_ax, right_ax = fig.subplots(1, 2, sharex=True)
+    measures = {
+        "agents agree": {
+            number: [(r, 100 * f.agree / f.panels) for r, f in rounds.items() if f.panels]
+            for number, rounds in runs
+        },
+        "majority answer correct": {
+            number: [(r, 100 * f.correct / f.samples) for r, f in rounds.items() if f.samples]
+            for number, rounds in runs
+        },
+    }
+    shown = {name: curves for name, curves in measures.items() if any(curves.values())}
+    fig = Figure(figsize=(4.5 * len(shown), 3.6))
+    axes = fig.subplots(1, len(shown), sharex=True, squeeze=False)[0]
     fig.subplots_adjust(wspace=0.45)  # room for the numbers between; before they are placed
-    for ax, title in ((agree_ax, "agents agree (%)"), (right_ax, "majority answer correct (%)")):
+    for ax, (name, curves) in zip(axes, shown.items(), strict=True):
         ends = []
-        for number, rounds in runs:
-            if ax is agree_ax:
-                curve = [(r, 100 * f.agree / f.panels) for r, f in rounds.items() if f.panels]
-            else:
-                curve = [(r, 100 * f.correct / f.samples) for r, f in rounds.items() if f.samples]
+        for number, curve in curves.items():
             if not curve:
                 continue
             xs, ys = zip(*curve, strict=True)
             ax.plot(xs, ys, marker=_marker(number), color=colour(number), markersize=4)
             ends.append((number, xs[-1], ys[-1]))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set(xlabel="round", ylabel=title, ylim=(-2, 102))
+        ax.set(xlabel=f"round of {method}", ylabel=f"{name} (%)", ylim=(-2, 102))
+        ax.set_title(f"{method}: {name}, per round")
         ax.grid(alpha=0.3)
         _column(ax, ends)
-    return _img(fig, "per round: how often the agents agree and how often the majority is right")
+    about = " and ".join(shown)
+    return _img(fig, f"{method}, per round: {about}, one numbered curve per run")

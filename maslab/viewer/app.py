@@ -1,7 +1,8 @@
 """The viewer's aiohttp application and server, on 127.0.0.1 only.
 
 ``/`` is the leaderboard and the filtered sample list (see :class:`Filters` for its query
-string), ``/sample?run=N&task=ID&repeat=R`` one transcript. Every page is redacted like the
+string), ``/sample?run=N&task=ID&repeat=R&back=QUERY`` one transcript, with links to the
+samples before and after it in the list that ``back`` filters. Every page is redacted like the
 report, and sent with a Content-Security-Policy that allows no script and no request elsewhere.
 A request whose ``Host`` is not 127.0.0.1 or localhost gets 421 and nothing else.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import errno
 from collections.abc import Awaitable, Callable, Sequence
+from urllib.parse import parse_qsl
 
 from aiohttp import web
 from yarl import URL
@@ -21,8 +23,8 @@ from maslab.secrets import redact
 from maslab.store.run_store import Key
 from maslab.viewer import pages
 from maslab.viewer.filters import Filters, select, whole_number
-from maslab.viewer.runs import Run
-from maslab.viewer.search import search
+from maslab.viewer.runs import Run, name_runs
+from maslab.viewer.search import Snippet, search
 
 HOST = "127.0.0.1"
 KNOWN_HOSTS = frozenset({HOST, "localhost"})
@@ -59,9 +61,9 @@ def _signals(runs: Sequence[Run]) -> dict[str, str]:
     return {**SIGNALS, **dict.fromkeys(seen, "")}
 
 
-async def _found(runs: Sequence[Run], query: str) -> dict[int, set[Key]]:
-    """Run number -> the keys whose transcript holds ``query``; a new query streams each
-    run's traces in a worker thread, so other pages are served meanwhile."""
+async def _found(runs: Sequence[Run], query: str) -> dict[int, dict[Key, Snippet]]:
+    """Run number -> the keys whose transcript holds ``query``, each with where; a new query
+    streams each run's traces in a worker thread, so other pages are served meanwhile."""
     found = {}
     for run in runs:
         if (keys := run.searched(query)) is None:
@@ -81,7 +83,7 @@ async def index(request: web.Request) -> web.Response:
         f'<h1>maslab view</h1><p class="muted">{len(runs)} run{"s" * (len(runs) != 1)}</p>'
         f"<h2>Leaderboard</h2>{pages.leaderboard(runs)}"
         f"<h2>Samples</h2>{pages.filter_form(runs, filters, signals)}"
-        f"{pages.sample_list(rows, filters, signals)}"
+        f"{pages.sample_list(rows, filters, signals, found)}"
     )
     return _html("maslab view", body)
 
@@ -97,8 +99,26 @@ async def sample(request: web.Request) -> web.Response:
         body = '<p><a href="/">← samples</a></p><p>No such sample.</p>'
         return _html("not found · maslab view", body, status=404)
     trace = run.trace(record.key)
-    body = pages.transcript(run, record, trace, request.query.get("back", ""), _signals(runs))
+    back = request.query.get("back", "")
+    neighbours = await _neighbours(runs, run, record.key, back)
+    body = pages.transcript(run, record, trace, back, _signals(runs), neighbours)
     return _html(f"{task} · maslab view", body)
+
+
+async def _neighbours(
+    runs: Sequence[Run], run: Run, key: Key, back: str
+) -> tuple[str | None, str | None]:
+    """The addresses of the samples before and after ``run``'s ``key`` in the list that the
+    query string ``back`` filters (None: none, or the sample is not in it)."""
+    filters = Filters.parse(dict(parse_qsl(back)), len(runs))
+    found = await _found(filters.runs(runs), filters.q) if filters.q else None
+    rows = select(runs, filters, found)
+    at = next((i for i, (r, record) in enumerate(rows) if r is run and record.key == key), None)
+    if at is None:
+        return None, None
+    near = [rows[i] if 0 <= i < len(rows) else None for i in (at - 1, at + 1)]
+    links = [pages.sample_link(*row, filters) if row else None for row in near]
+    return links[0], links[1]
 
 
 @web.middleware
@@ -116,6 +136,7 @@ async def _known_host_only(request: web.Request, handler: Handler) -> web.Stream
 
 
 def make_app(runs: list[Run]) -> web.Application:
+    name_runs(runs)
     app = web.Application(middlewares=[_known_host_only])
     app[RUNS] = runs
     app.router.add_get("/", index)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import urlencode
 
+from maslab.report.triage import OUTCOMES, outcome
 from maslab.store.run_store import Key, ResultRecord
-from maslab.viewer.runs import OUTCOMES, Run, outcome, signals_of
+from maslab.viewer.runs import Run, signals_of
 
 PAGE_SIZE = 50
 
@@ -63,7 +64,7 @@ class Filters:
 
 
 def select(
-    runs: Sequence[Run], filters: Filters, found: Mapping[int, set[Key]] | None = None
+    runs: Sequence[Run], filters: Filters, found: Mapping[int, Container[Key]] | None = None
 ) -> list[tuple[Run, ResultRecord]]:
     """The samples ``filters`` keep, in run then (task, repeat) order, or by the chosen
     signal's value, highest first; ``found`` (run number -> keys) is what the search found."""

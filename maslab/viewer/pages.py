@@ -13,13 +13,15 @@ from itertools import groupby
 from urllib.parse import urlencode
 
 from maslab.analysis.stats import Summary
-from maslab.analysis.trajectory import has_answers, round_answers, vote_tally
+from maslab.analysis.trajectory import has_answers, round_answers
 from maslab.core.roles import describe_model_roles
-from maslab.report import attribution_html, tools_html
+from maslab.report import attribution_html, breakable, describe_votes, one_line, tools_html
 from maslab.report.call_html import call_html
-from maslab.store.records import ResultRecord, Trace, TraceMessage, TraceTool
+from maslab.report.triage import OUTCOMES, outcome
+from maslab.store.records import Key, ResultRecord, Trace, TraceMessage, TraceTool
 from maslab.viewer.filters import PAGE_SIZE, Filters
-from maslab.viewer.runs import OUTCOMES, Run, outcome, signals_of
+from maslab.viewer.runs import Run, signals_of
+from maslab.viewer.search import Snippet
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; color: #222; max-width: 1300px; margin: 1.5em auto;
@@ -30,6 +32,8 @@ th, td { padding: 0.3em 0.6em; border-bottom: 1px solid #e4e4e4; text-align: lef
   vertical-align: top; }
 th { background: #f3f5f8; } tbody tr:hover { background: #fafbfc; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+#leaderboard { font-size: 0.92em; }
+mark { background: #fff0a8; padding: 0 0.1em; } .nav { display: flex; gap: 1.5em; }
 a { color: #2a5db0; text-decoration: none; } a:hover { text-decoration: underline; }
 .muted { color: #777; font-size: 0.9em; }
 form.filters { display: flex; flex-wrap: wrap; gap: 0.6em; align-items: end; margin: 1em 0; }
@@ -92,33 +96,58 @@ def _model(run: Run) -> str:
 
 
 def leaderboard(runs: Sequence[Run]) -> str:
-    """One row per run, most accurate first; a run's name selects its samples below."""
-    head: tuple[str, ...] = ("#", "Run", "Method", "Benchmark", "Model", "n",
-                             "Accuracy [95% CI]", "Unparsed", "Errors", "Tokens / sample",
-                             "Calls / sample")  # fmt: skip
+    """One row per run, most accurate first, with its rank; a run's name selects its samples
+    below. Strict accuracy and format compliance, replies cut at ``max_tokens`` and tool calls
+    have columns where some run has them."""
     ranked = sorted(runs, key=lambda run: -run.summary.accuracy)
+    strict = any(run.summary.describe_strict() for run in ranked)
+    cut = any(run.summary.truncated_calls for run in ranked)
     tools = [tools_html.per_sample(run.records) for run in ranked]
-    if any(tools):
-        head += ("Tool calls / sample", "Tool errors / sample")
+    head = ["Rank", "#", "Run", "Benchmark", "Model", "n", "Accuracy [95% CI]"]
+    head += ["Strict [95% CI]", "In form"] if strict else []
+    head += ["Unparsed", "Errors", "Tokens / sample", "Calls / sample"]
+    head += ["Cut replies / sample"] if cut else []
+    head += ["Tool calls / sample", "Tool errors / sample"] if any(tools) else []
     rows = []
-    for run, tooled in zip(ranked, tools, strict=True):
+    for rank, (run, tooled) in enumerate(zip(ranked, tools, strict=True), 1):
         m, s = run.manifest, run.summary
-        cells = (
-            run.number,
-            f'<a href="{escape(list_url(Filters(run=run.number).query()))}">{escape(run.path)}</a>',
-            escape(m.method),
-            escape(m.benchmark),
-            escape(_model(run)),
-            s.n,
-            _accuracy(s),
-            s.unparsed,
-            s.errors,
-            f"{s.mean_tokens:,.0f}" if s.n else "—",
-            f"{s.mean_calls:.1f}" if s.n else "—",
-            *((tooled or ("—", "—")) if any(tools) else ()),
-        )
-        rows.append(_row(cells, numeric=(0, 5, 7, 8, 9, 10, 11, 12)))
+        link = escape(list_url(Filters(run=run.number).query()))
+        cells: list[tuple[object, bool]] = [  # (content, whether it is a number)
+            (rank, True),
+            (run.number, True),
+            (f'<a href="{link}" title="{escape(run.path)}">{breakable(run.label)}</a>', False),
+            (breakable(m.benchmark), False),
+            (breakable(_model(run)), False),
+            (s.n, True),
+            (_accuracy(s), False),
+        ]
+        if strict:
+            cells += [(_strict(s), False), (_share(s.compliance), True)]
+        cells += [
+            (s.unparsed, True),
+            (s.errors, True),
+            (f"{s.mean_tokens:,.0f}" if s.n else "—", True),
+            (f"{s.mean_calls:,.1f}" if s.n else "—", True),
+        ]
+        if cut:
+            cells.append((f"{s.truncated_calls / s.n:.2f}" if s.n else "—", True))
+        if any(tools):
+            cells += [(cell, True) for cell in tooled or ("—", "—")]
+        numeric = [i for i, (_, number) in enumerate(cells) if number]
+        rows.append(_row((cell for cell, _ in cells), numeric=numeric))
     return _table("leaderboard", head, rows)
+
+
+def _strict(s: Summary) -> str:
+    """The strict accuracy and its interval, '—' for a run without strict verdicts."""
+    if s.strict_accuracy is None or s.strict_ci is None:
+        return "—"
+    lo, hi = s.strict_ci
+    return f"{s.strict_accuracy:.1%} [{lo:.1%}, {hi:.1%}]"
+
+
+def _share(share: float | None) -> str:
+    return "—" if share is None else f"{share:.1%}"
 
 
 def list_url(query: str) -> str:
@@ -141,7 +170,7 @@ def filter_form(runs: Sequence[Run], filters: Filters, signals: Mapping[str, str
     methods = sorted({run.manifest.method for run in runs})
     parts = [
         _select(
-            "run", "run", ((str(r.number), f"{r.number}: {r.path}") for r in runs), filters.run
+            "run", "run", ((str(r.number), f"{r.number}: {r.label}") for r in runs), filters.run
         ),
         _select("method", "method", ((m, m) for m in methods), filters.method),
         _select("outcome", "outcome", ((o, o) for o in OUTCOMES), filters.outcome),
@@ -166,8 +195,7 @@ def _extracted(record: ResultRecord) -> str | None:
 
 
 def _short(text: object, width: int = 40) -> str:
-    flat = " ".join(str(text).split())
-    return escape(flat if len(flat) <= width else flat[: width - 1] + "…")
+    return escape(one_line(str(text), width))
 
 
 def _tool_calls(record: ResultRecord) -> str:
@@ -184,10 +212,20 @@ def sample_link(run: Run, record: ResultRecord, filters: Filters) -> str:
     })  # fmt: skip
 
 
+def _snippet(found: Snippet) -> str:
+    before, match, after = found
+    return f"{escape(before)}<mark>{escape(match)}</mark>{escape(after)}"
+
+
 def sample_list(
-    rows: Sequence[tuple[Run, ResultRecord]], filters: Filters, descriptions: Mapping[str, str]
+    rows: Sequence[tuple[Run, ResultRecord]],
+    filters: Filters,
+    descriptions: Mapping[str, str],
+    found: Mapping[int, Mapping[Key, Snippet]] | None = None,
 ) -> str:
-    """The page of ``rows`` that ``filters.page`` asks for, with links to the other pages."""
+    """The page of ``rows`` that ``filters.page`` asks for, with links to the other pages;
+    with a search (``found``: run number -> key -> where its transcript matched), each
+    sample's match in its context."""
     pages = max(1, -(-len(rows) // PAGE_SIZE))
     number = min(filters.page, pages)
     start = (number - 1) * PAGE_SIZE
@@ -197,7 +235,7 @@ def sample_list(
     for run, r in shown:
         kind = outcome(r)
         cells = (
-            f'<span title="{escape(run.path)} · {escape(run.manifest.method)}">{run.number}</span>',
+            f'<span title="{escape(run.label)} · {escape(run.path)}">{run.number}</span>',
             f'<a class="sample" href="{escape(sample_link(run, r, filters))}">'
             f"{escape(r.task_id)}</a>",
             r.repeat,
@@ -208,6 +246,7 @@ def sample_list(
             int(r.usage.get("calls", 0)),
             *((_tool_calls(r),) if tooled else ()),
             _signals(r, descriptions),
+            *((_snippet(found[run.number][r.key]),) if found else ()),
         )
         body.append(_row(cells, numeric=(0, 2, 6, 7, 8) if tooled else (0, 2, 6, 7)))
     head: tuple[str, ...] = (
@@ -221,6 +260,7 @@ def sample_list(
         "Calls",
     )
     head += ("Tool calls", "Signals") if tooled else ("Signals",)
+    head += ("Match",) if found else ()
     counted = (
         f"{start + 1:,}–{start + len(shown):,} of {len(rows):,} samples"
         if rows
@@ -264,8 +304,9 @@ def _messages(
     return "".join(parts) + tools_html.tools_html(apart)
 
 
-def _agent_answers(trace: Trace) -> str:
-    """Each agent's answer per round, and the last round's vote tally."""
+def _agent_answers(record: ResultRecord, trace: Trace) -> str:
+    """Each agent's answer per round, and the last round's vote tally (with how a tie was
+    broken: :func:`maslab.report.describe_votes`)."""
     if not has_answers(trace):
         return ""
     rounds = round_answers(trace)
@@ -276,14 +317,22 @@ def _agent_answers(trace: Trace) -> str:
         _row([escape(str(r)), *(escape(str(rounds[r].get(a) or "—")) for a in agents)])
         for r in sorted(rounds)
     ]
-    last = rounds[max(rounds)]
-    tally = ", ".join(
-        f"{escape(answer)} × {count}" for answer, count in vote_tally(list(last.values()))
-    )
+    tally = describe_votes(record, trace)
     return (
         f"<h2>Answers by agent</h2>{_table('answers', ['round', *agents], rows)}"
-        f'<p id="tally">last round\'s votes: {tally or "none"}</p>'
+        f'<p id="tally">last round\'s votes: {escape(tally or "none")}</p>'
     )
+
+
+def _nav(back: str, neighbours: tuple[str | None, str | None]) -> str:
+    """The way back to the sample list, and to the samples before and after in it."""
+    previous, following = neighbours
+    links = [f'<a href="{escape(list_url(back))}" id="back">← samples</a>']
+    if previous:
+        links.append(f'<a href="{escape(previous)}" id="previous-sample">← previous sample</a>')
+    if following:
+        links.append(f'<a href="{escape(following)}" id="next-sample">next sample →</a>')
+    return f'<p class="nav">{"".join(links)}</p>'
 
 
 def transcript(
@@ -292,12 +341,14 @@ def transcript(
     trace: Trace | None,
     back: str,
     descriptions: Mapping[str, str],
+    neighbours: tuple[str | None, str | None] = (None, None),
 ) -> str:
     """One sample: its verdict and figures, who its failure is attributed to, prompt, messages by
-    round, answers and calls; ``back`` is the sample list's query string."""
+    round, answers and calls; ``back`` is the sample list's query string, ``neighbours`` the
+    addresses of the previous and the next sample in that list (None: none)."""
     kind = outcome(record)
     facts = {
-        "Run": f"{run.number}: {run.path} · {run.manifest.method} · {_model(run)}",
+        "Run": f"{run.number}: {run.label} · {_model(run)} · {run.path}",
         "Status": record.status,
         "Gold": record.gold,
         "Answer": record.answer,
@@ -312,7 +363,7 @@ def transcript(
         "Tools": tools_html.tool_counts(record),
     }
     parts = [
-        f'<p><a href="{escape(list_url(back))}" id="back">← samples</a></p>',
+        _nav(back, neighbours),
         f'<h1><span class="tag {kind}">{kind}</span> <code>{escape(record.task_id)}</code> '
         f'<span class="muted">repeat {record.repeat}</span></h1>',
         "<dl>"
@@ -332,7 +383,7 @@ def transcript(
         return "".join(parts)
     if trace.prompt is not None:
         parts.append(f"<h2>Prompt</h2><pre>{escape(trace.prompt)}</pre>")
-    parts.append(_agent_answers(trace))
+    parts.append(_agent_answers(record, trace))
     if trace.messages or trace.tools:
         shown = _messages(trace.messages, trace.answers or (), trace.tools)
         parts.append(f'<h2>Messages</h2><div id="messages">{shown}</div>')

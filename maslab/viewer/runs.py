@@ -5,25 +5,18 @@ shown (through the trace index); a search's results are kept until the traces ch
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from maslab.analysis.stats import Summary, summarize
+from maslab.report import run_labels
 from maslab.store import trace_index
 from maslab.store.records import RESULTS, TRACES, Key, Manifest, ResultRecord, Trace
 from maslab.store.run_store import RunStore, existing_run
+from maslab.viewer.search import Snippet
 
-OUTCOMES = ("correct", "wrong", "unparsed", "error")
 SEARCHES_KEPT = 16  # per run: paging through a search's results does not scan again
-
-
-def outcome(record: ResultRecord) -> str:
-    """One of :data:`OUTCOMES`: errored, answered with nothing to score, right or wrong."""
-    if record.status == "error":
-        return "error"
-    if record.unparsed:
-        return "unparsed"
-    return "correct" if record.correct else "wrong"
 
 
 def signals_of(record: ResultRecord) -> dict[str, float]:
@@ -43,12 +36,14 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 @dataclass
 class Run:
-    """One run directory as the viewer holds it; ``number`` is its place on the command line."""
+    """One run directory as the viewer holds it; ``number`` is its place on the command line,
+    ``label`` its name among the runs shown (:func:`name_runs`; its path until then)."""
 
     number: int
     path: str
     store: RunStore
     manifest: Manifest
+    label: str = ""
     records: list[ResultRecord] = field(default_factory=list)
     summary: Summary = field(default_factory=lambda: summarize([]))
     signals: set[str] = field(default_factory=set)
@@ -57,13 +52,13 @@ class Run:
     _results_stamp: tuple[int, int] = (-2, -2)
     _index: dict[Key, trace_index.Entry] | None = None
     _traces_stamp: tuple[int, int] = (-2, -2)
-    _searches: OrderedDict[str, set[Key]] = field(default_factory=OrderedDict)
+    _searches: OrderedDict[str, dict[Key, Snippet]] = field(default_factory=OrderedDict)
 
     @classmethod
     def open(cls, number: int, path: str | Path) -> Run:
         """The run in ``path`` with its records read; a one-line ConfigError if it is none."""
         store = existing_run(path)
-        run = cls(number, str(path), store, store.manifest())
+        run = cls(number, str(path), store, store.manifest(), label=str(path))
         run.refresh()
         return run
 
@@ -99,14 +94,14 @@ class Run:
         [(_, trace)] = self.store.traces_of([key], self._index)
         return trace
 
-    def searched(self, query: str) -> set[Key] | None:
+    def searched(self, query: str) -> dict[Key, Snippet] | None:
         """The keys found for ``query`` by a recent search, if the traces are unchanged since."""
         self._fresh_traces()
         if (found := self._searches.get(query)) is not None:
             self._searches.move_to_end(query)
         return found
 
-    def remember(self, query: str, found: set[Key]) -> None:
+    def remember(self, query: str, found: dict[Key, Snippet]) -> None:
         """Keep what a search for ``query`` found (the last :data:`SEARCHES_KEPT` queries)."""
         self._searches[query] = found
         while len(self._searches) > SEARCHES_KEPT:
@@ -115,3 +110,11 @@ class Run:
     @property
     def traces_path(self) -> Path:
         return self.store.dir / TRACES
+
+
+def name_runs(runs: Sequence[Run]) -> None:
+    """Label each run by its method, its model and the settings in which it differs from the
+    runs that share those (:func:`maslab.report.run_labels`)."""
+    labels = run_labels([run.manifest for run in runs], [run.store.dir for run in runs], model=True)
+    for run, label in zip(runs, labels, strict=True):
+        run.label = label

@@ -108,7 +108,7 @@ def test_report_renders_empty_runs_and_runs_without_traces(tmp_path):
     assert "bare" in rows[0] and "50.0%" in rows[0]
     assert "empty" in rows[1] and "—" in rows[1]
     assert "showing 1 of 2 tasks" in page
-    assert page.count('<details class="sample"') == 1
+    assert page.count('<details class="sample') == 1
 
 
 def test_the_report_parses_each_trace_once_for_its_figures_and_the_shown_ones_again(
@@ -174,3 +174,42 @@ def test_a_report_that_fails_part_way_leaves_the_old_page(tmp_path, monkeypatch)
         build_report([run], out)
     assert out.read_bytes() == page
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "run"]
+
+
+def test_the_run_section_gives_strict_accuracy_compliance_and_cut_replies(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.open(Manifest(method="cot", benchmark="gsm8k", model="gpt-x", evaluator="numeric"))
+    # t0 right in the asked form; t1 right only by the flexible reading; t2 wrong, a reply cut
+    for task, correct, strict, cut in (
+        ("t0", True, "4", 0),
+        ("t1", True, None, 0),
+        ("t2", False, "5", 2),
+    ):
+        score = Score(value=float(correct), correct=correct, extracted="4" if correct else "5")
+        score = score.with_strict(strict, strict == "4")
+        store.append(
+            ResultRecord(task_id=task, status="ok", answer="x", gold="4", score=score,
+                         truncated_calls=cut),
+            Trace(task_id=task, repeat=0),
+        )  # fmt: skip
+    store.close()
+    page = build_report([store.dir], tmp_path / "report.html").read_text()
+    about = page.split('<section id="run-0">', 1)[1].split("<br>", 1)[0]
+    assert "strict 33.3% [" in about and "66.7% of samples in the instructed form" in about
+    assert "0.67 replies cut at max_tokens per sample, in 1 of 3 samples (33.3%)" in about
+
+
+def test_collapsed_samples_show_the_gold_answer_and_can_be_narrowed_to_the_wrong_ones(tmp_path):
+    run = make_run(tmp_path / "run", "debate", [True, False, True])
+    page = build_report([run], tmp_path / "report.html").read_text()
+    summaries = re.findall(r"<details class=\"([^\"]*)\"[^>]*><summary>(.*?)</summary>", page)
+    assert [(kind, re.sub(r"<[^>]+>", "", line)) for kind, line in summaries] == [
+        ("sample correct", "✓ correct t0 repeat 0 → 0 · gold 1"),
+        ("sample", "✗ wrong t1 repeat 0 → 1 · gold 1"),
+        ("sample correct", "✓ correct t2 repeat 0 → 2 · gold 1"),
+    ]
+    box = '<input type="checkbox" class="wrong-only" id="run-0-wrong-only"> wrong only'
+    assert box in page and "(not scored correct: 1)" in page
+    # CSS alone: the checked box hides the section's correct samples
+    assert "section:has(.wrong-only:checked) .sample.correct { display: none; }" in page
+    assert "<script" not in page.lower()

@@ -1,7 +1,8 @@
 """The report of two real (scripted) runs in a real headless Chromium: the plots decode, the
-leaderboard tells the runs apart, a transcript opens on its vote tally and extracted answers, a
-ranked sample's link opens its transcript, the signal filter hides samples, and a screenshot
-shows something (content, not pixels)."""
+leaderboard tells the runs apart and fits a page 1400 pixels wide, a transcript opens on its
+vote tally and extracted answers, a ranked sample's link opens its transcript, the signal
+filter and the "wrong only" box hide samples, and a screenshot shows something (content, not
+pixels)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from browser import Browser, check_screenshot, find_chromium
+from browser import HEIGHT, WIDTH, Browser, check_screenshot, find_chromium
 
 import maslab
 from maslab.report import build_report
@@ -30,8 +31,13 @@ SCRIPT = {
 }
 
 
+# where the replies lie: a long model spec, as a real model's name and endpoint make
+REPLIES = "experiments/2026-11-26_debate-ablation_qwen2.5-72b-instruct-gptq-int4_gpu-node-a/replies"
+
+
 async def run(directory: Path, agents: int) -> Path:
-    script = directory.parent / "script.json"
+    script = directory.parent / REPLIES / "script.json"
+    script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(json.dumps(SCRIPT))
     await maslab.aevaluate(
         "llm_debate", "arith", f"scripted:{script}", limit=3, cache=False, out=directory,
@@ -49,6 +55,22 @@ async def visible(browser: Browser, selector: str) -> list[str]:
     return list(found)
 
 
+FITS = (
+    "(() => { const t = document.querySelector('.leaderboard'); return [t.scrollWidth,"
+    " t.clientWidth, t.getBoundingClientRect().right, document.documentElement.scrollWidth,"
+    " innerWidth]; })()"
+)
+"""The leaderboard's full and shown widths, its right edge, the page's width, the window's."""
+
+
+async def window(browser: Browser, width: int) -> None:
+    """Make the window ``width`` pixels wide."""
+    await browser.send(
+        "Emulation.setDeviceMetricsOverride", width=width, height=HEIGHT, deviceScaleFactor=1,
+        mobile=False,
+    )  # fmt: skip
+
+
 async def until(browser: Browser, expression: str) -> None:
     """Wait for a JavaScript expression to hold (a same-page navigation has no load event)."""
     for _ in range(100):
@@ -63,7 +85,12 @@ async def test_the_report_of_two_runs_in_chromium(tmp_path):
     three = await run(tmp_path / "three", 3)
     page = build_report([two, three], tmp_path / "report.html")
     async with Browser.start(tmp_path / "profile") as browser:
+        await window(browser, 1400)
         await browser.goto(page.as_uri())
+        # the models' long paths wrap: no column runs past the page
+        full, shown, right, page_width, width = await browser.evaluate(FITS)
+        assert width == 1400 and full <= shown and right <= width and page_width <= width
+        await window(browser, WIDTH)  # the screenshots' width
         images = await browser.evaluate(
             "[...document.images].map(i => i.complete && i.naturalWidth > 0)"
         )
@@ -98,4 +125,9 @@ async def test_the_report_of_two_runs_in_chromium(tmp_path):
         assert await visible(browser, samples) == ["arith-test-0002"]
         check_screenshot(await browser.screenshot())
         await browser.choose("#run-0-filter", "")
+        assert len(await visible(browser, samples)) == 3
+        await browser.click("#run-0-wrong-only")  # Yuki and Amara right, Sven unparsed
+        assert await visible(browser, samples) == ["arith-test-0002"]
+        assert len(await visible(browser, "#run-1 details.sample")) == 3
+        await browser.click("#run-0-wrong-only")
         assert len(await visible(browser, samples)) == 3

@@ -14,7 +14,8 @@ import pytest
 
 from maslab.bench.evaluation import Score
 from maslab.core.topology import Topology
-from maslab.report import build_report
+from maslab.report import build_report, describe_votes, run_labels
+from maslab.report import plots as plots_module
 from maslab.report.figures import MAX_TOPOLOGIES
 from maslab.report.plots import place_numbers
 from maslab.store.records import TraceCall
@@ -55,10 +56,10 @@ def make_run(
     )  # fmt: skip
     store.open(manifest)
     for (i, rounds), repeat in itertools.product(enumerate(samples), range(repeats)):
-        messages = [
+        messages = [  # a round with fewer replies: the first agents only
             {"sender": agent, "content": reply, "round": r, "kind": "message"}
             for r, replies in enumerate(rounds)
-            for agent, reply in zip(AGENTS, replies, strict=True)
+            for agent, reply in zip(AGENTS, replies, strict=False)
         ]
         final = messages[-1]["content"]
         correct = _key(final) == "1" and repeat != 1  # repeat 1 always fails
@@ -194,7 +195,7 @@ def test_pass_at_k_is_drawn_for_runs_with_repeats_only(tmp_path):
 def test_round_based_runs_show_per_round_agreement_and_majority_accuracy(tmp_path):
     run = make_run(tmp_path / "run")
     page = build_report([run], tmp_path / "report.html").read_text()
-    assert page.count('alt="per round: how often the agents agree') == 1
+    assert page.count(", per round: agents agree and majority answer correct, ") == 1
     rounds = page.split("<h4>Rounds</h4>", 1)[1]
     # round 0: t0 splits (1 vs 2; the tie goes to the first, 1: right), t1 agrees on 1 (right,
     # though the sample ends wrong); round 1: both agree, t0 on 1 (right), t1 on 3 (wrong)
@@ -276,3 +277,129 @@ def test_a_call_that_goes_on_from_its_agents_previous_call_shows_only_what_is_ne
     assert "as the previous call of a and its reply (2 messages), then:" in second_a
     assert "Q?" not in second_a and "R0" not in second_a and "NEW" in second_a
     assert "previous call" not in second_b and "Q, again?" in second_b
+
+
+def test_runs_that_differ_only_in_endpoint_are_labelled_by_it(tmp_path):
+    def manifest(model: str, judge: str = "openai:gpt-4o") -> Manifest:
+        return Manifest(
+            method="vanilla", benchmark="arith", model=model, evaluator="numeric",
+            model_roles={"judge": {"model": judge}},
+        )  # fmt: skip
+
+    a = manifest("openai:Qwen/Qwen2.5-7B@http://gpu-a:8000/v1")
+    b = manifest("openai:Qwen/Qwen2.5-7B@http://gpu-b:8000/v1")
+    c = manifest("openai:Qwen/Qwen2.5-7B@http://gpu-b:8000/v1", "openai:j@http://gpu-c:1/v1")
+    dirs = [tmp_path / "run-a", tmp_path / "run-b", tmp_path / "run-c"]
+    assert run_labels([a, b, c], dirs) == [
+        "vanilla · Qwen2.5-7B (endpoint=gpu-a:8000, model_roles.judge.model=openai:gpt-4o, "
+        "model_roles.judge.endpoint=unset)",
+        "vanilla · Qwen2.5-7B (endpoint=gpu-b:8000, model_roles.judge.model=openai:gpt-4o, "
+        "model_roles.judge.endpoint=unset)",
+        "vanilla · Qwen2.5-7B (endpoint=gpu-b:8000, model_roles.judge.model=openai:j, "
+        "model_roles.judge.endpoint=gpu-c:1)",
+    ]
+    assert run_labels([a, b], dirs[:2], model=False) == [
+        "vanilla (endpoint=gpu-a:8000)",
+        "vanilla (endpoint=gpu-b:8000)",
+    ]
+    assert run_labels([a, a], dirs[:2]) == ["vanilla (run-a)", "vanilla (run-b)"]  # the last resort
+
+
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
+    """Each plot the report draws: per axes, its title, x label and its curves' x values."""
+    plots: list[list[dict[str, Any]]] = []
+    real = plots_module._img
+
+    def spy(fig: Any, alt: str) -> str:
+        plots.append([
+            {"title": ax.get_title(), "xlabel": ax.get_xlabel(),
+             "xs": [[int(x) for x in line.get_xdata()] for line in ax.get_lines()]}
+            for ax in fig.axes
+        ])  # fmt: skip
+        return real(fig, alt)
+
+    monkeypatch.setattr(plots_module, "_img", spy)
+    return plots
+
+
+def test_each_method_plots_its_rounds_on_its_own_titled_axes(tmp_path, monkeypatch):
+    plots = drawn(monkeypatch)
+    debate = make_run(tmp_path / "debate")
+    # a moderator's rounds: 1 and 2, not the debate's 0 and 1
+    moderated = make_run(tmp_path / "mad", "mad", {}, samples=[[[], *AGREE_LATE]])
+    page = build_report([debate, moderated], tmp_path / "report.html").read_text()
+    rounds = sorted(
+        [(ax["title"], ax["xs"]) for ax in plot] for plot in plots if "round" in plot[0]["xlabel"]
+    )
+    assert rounds == [
+        [
+            ("llm_debate: agents agree, per round", [[0, 1]]),
+            ("llm_debate: majority answer correct, per round", [[0, 1]]),
+        ],
+        [
+            ("mad: agents agree, per round", [[1, 2]]),
+            ("mad: majority answer correct, per round", [[1, 2]]),
+        ],
+    ]
+    assert all(plot[0]["title"] for plot in plots)  # the cost plot's too
+    assert page.count(", per round: agents agree and majority answer correct, ") == 2
+
+
+def test_a_one_run_report_draws_no_empty_plot(tmp_path, monkeypatch):
+    plots = drawn(monkeypatch)
+    # one agent a round: nobody to agree with, so no agreement axes; one run: no cost plot
+    alone = make_run(tmp_path / "alone", "self_refine", {}, samples=[[["I say 2."], ["1."]]] * 2)
+    page = build_report([alone], tmp_path / "report.html").read_text()
+    assert [[ax["title"] for ax in plot] for plot in plots] == [
+        ["self_refine: majority answer correct, per round"]
+    ]
+    assert all(ax["xs"] for plot in plots for ax in plot)
+    assert page.count("<img") == 1
+
+
+def trace_of(rounds: list[list[str]], kinds: Sequence[str] = ()) -> Trace:
+    messages = [
+        {"sender": agent, "content": reply, "round": r, "kind": "message"}
+        for r, replies in enumerate(rounds)
+        for agent, reply in zip(AGENTS, replies, strict=True)
+    ]
+    for message, kind in zip(reversed(messages), kinds, strict=False):
+        message["kind"] = kind
+    answers = [_key(m["content"]) for m in messages]
+    return Trace.model_validate(
+        {"task_id": "t", "repeat": 0, "messages": messages, "answers": answers}
+    )
+
+
+def test_a_tied_vote_says_how_it_was_broken():
+    tied = trace_of([["It is 1.", "It is 2."]])
+
+    def record(answer: str, extracted: str | None, **metadata: Any) -> ResultRecord:
+        score = Score(value=0.0, correct=False, extracted=extracted)
+        return ResultRecord(task_id="t", status="ok", answer=answer, score=score, metadata=metadata)
+
+    assert describe_votes(record("It is 1.", "1", aggregate="majority"), tied) == (
+        "1 ×1, 2 ×1; a tie, broken by the vote's rule, the earliest agent's answer: 1"
+    )
+    assert describe_votes(record("So 2.", "2", aggregate="llm"), tied) == (
+        "1 ×1, 2 ×1; a tie, broken by the aggregator: 2"
+    )
+    assert (
+        describe_votes(record("It is 2.", "2"), tied)
+        == "1 ×1, 2 ×1; a tie, broken by the method: 2"
+    )
+    assert describe_votes(record("3", "3"), tied) == (
+        "1 ×1, 2 ×1; a tie; the method's final answer, 3, is none of the tied ones"
+    )
+    assert (
+        describe_votes(record("?", None), tied)
+        == "1 ×1, 2 ×1; a tie; the method gave no final answer"
+    )
+    # no tie: the tally alone
+    assert describe_votes(record("1", "1"), trace_of([["It is 1.", "1 too."]])) == "1 ×2"
+
+
+def test_a_tie_in_a_transcript_is_explained_in_the_report(tmp_path):
+    run = make_run(tmp_path / "run", samples=[[["It is 1.", "It is 2."], ["Still 1.", "Now 2."]]])
+    page = build_report([run], tmp_path / "report.html").read_text()
+    assert "<dt>Votes</dt><dd>1 ×1, 2 ×1; a tie, broken by the method: 2</dd>" in page

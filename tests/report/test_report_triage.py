@@ -89,7 +89,8 @@ def shown(page: str) -> list[tuple[str, str]]:
     return [
         (task, names)
         for names, task in re.findall(
-            r'<details class="sample"(?: data-signals="([^"]*)")?><summary>.*?<code>(.*?)</code>',
+            r'<details class="sample(?: correct)?"(?: data-signals="([^"]*)")?><summary>'
+            r".*?<code>(.*?)</code>",
             page,
         )
     ]
@@ -104,8 +105,8 @@ def test_the_triage_counts_each_signal_and_ranks_a_planted_problem_sample_first(
     expected.update(final_disagreement="1", answer_flips="2", failed_calls="1", token_outlier="1")
     assert counts(page) == expected
     assert ranked(page) == [
-        "t7 repeat 0 final_disagreement 1answer_flips 2failed_calls 2token_outlier 7.98",
-        "t2 repeat 0 answer_flips 1",
+        "✗ wrong t7 repeat 0 final_disagreement 1answer_flips 2failed_calls 2token_outlier 7.98",
+        "✓ correct t2 repeat 0 answer_flips 1",  # each with its outcome
     ]
     assert "the 2 flagged samples, the most signals first" in text(page)
     assert shown(page)[:3] == [
@@ -116,7 +117,10 @@ def test_the_triage_counts_each_signal_and_ranks_a_planted_problem_sample_first(
     assert re.search(r'<a href="#run-0-sample-0"><code>t7</code>', page)
     badge = '<span class="signal" title="an agent changed its answer between rounds">'
     assert f"{badge}answer_flips 1</span></summary>" in page  # t2's transcript
-    assert page.index('id="run-0-sample-0"') > page.index('<details class="sample" data-sig')
+    assert (
+        page.index('id="run-0-sample-0"')
+        > re.search('<details class="sample[^"]*" data-sig', page).start()
+    )
 
 
 def test_the_drill_down_shows_the_tasks_of_flagged_samples_first(tmp_path):
@@ -135,7 +139,12 @@ def test_a_ranked_sample_that_is_not_shown_is_listed_without_a_link(tmp_path):
     html = page.read_text()
     assert f"the first {TOP} of the {TOP + 2} flagged samples" in html
     assert len(ranked(html)) == TOP
-    assert len(re.findall(r'<li><a href="#run-0-sample-\d+">', html)) == 3
+    assert (
+        len(
+            re.findall(r'<li><span class="tag \w+">[^<]*</span> <a href="#run-0-sample-\d+">', html)
+        )
+        == 3
+    )
 
 
 @pytest.mark.system

@@ -2,7 +2,8 @@
 single- and multi-turn benchmarks, on a scripted model that replays the ground truth natively
 but leaves out the first multi-turn task's first turn's last call: every cell finishes, and the
 sweep's report, opened in a real headless Chromium, shows the transcripts' tool calls (name,
-arguments, result) and the failed episode's state difference; screenshots show something."""
+arguments, result) and the failed episode's state difference, and its leaderboard (with the
+tool columns) fits a page 1400 pixels wide; screenshots show something."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 from bfcl_play import Turns, gold_calls, native_calls, sample_of, single_answer
-from browser import Browser, check_screenshot, find_chromium
+from browser import HEIGHT, WIDTH, Browser, check_screenshot, find_chromium
 from helpers import agent_of
 
 from maslab.bench.benchmark import get_benchmark
@@ -132,7 +133,14 @@ async def test_a_tool_sweep_report_shows_calls_and_state_differences_in_chromium
     assert page.is_file()
 
     async with Browser.start(tmp_path / "profile") as browser:
-        await browser.goto(page.as_uri())
+        for width in (1400, WIDTH):  # the leaderboard fits the wider; screenshots are the other
+            await browser.send("Emulation.setDeviceMetricsOverride", width=width, height=HEIGHT,
+                               deviceScaleFactor=1, mobile=False)  # fmt: skip
+            await browser.goto(page.as_uri())
+            right, window = await browser.evaluate(
+                "[document.querySelector('.leaderboard').getBoundingClientRect().right, innerWidth]"
+            )
+            assert right <= window and "Tool calls" in await browser.text(".leaderboard")
         check_screenshot(shot := await browser.screenshot())
         (tmp_path / "report.png").write_bytes(shot)
         # every multi-turn cell's transcripts show calls: name(arguments) over a result

@@ -54,9 +54,9 @@ def run_dir(tmp_path) -> Path:
 async def test_leaderboard_and_first_page(run_dir):
     async with viewer(run_dir) as client:
         html = await page(client, "/")
-    board = html[html.index('id="leaderboard"') : html.index("</table>")]
-    assert "llm_debate" in board and "scripted:viewer" in board
-    assert ">60<" in board and "95.0%" in board  # 57 correct of 60 (t01 wrong, t02, t03)
+    [row] = leaderboard_rows(html)
+    assert row[2] == "llm_debate · viewer" and row[4] == "scripted:viewer"
+    assert row[5] == "60" and row[6].startswith("95.0%")  # 57 correct of 60 (t01 wrong, t02, t03)
     assert count(html) == "1–50 of 60 samples" and "page 1 of 2" in html
     assert tasks(html)[:5] == ["t00", "t01", "t02", "t03", ODD_ID]
 
@@ -113,8 +113,8 @@ def test_search_takes_each_samples_latest_trace(tmp_path):
     store.append(record, debate_trace("t", ["2"], "second try"))
     store.append(record, debate_trace("u", ["1"], "first try"))
     store.close()
-    assert search(store.dir / "traces.jsonl", "FIRST try") == {("u", 0)}
-    assert search(store.dir / "traces.jsonl", "second") == {("t", 0)}
+    assert search(store.dir / "traces.jsonl", "FIRST try").keys() == {("u", 0)}
+    assert search(store.dir / "traces.jsonl", "second").keys() == {("t", 0)}
 
 
 async def test_transcript_by_round_with_answers_and_calls(run_dir):
@@ -138,7 +138,7 @@ async def test_transcript_shows_each_agents_answer_and_the_tally(run_dir):
     ]
     assert "<th>agent0</th><th>agent1</th>" in answers
     assert "<tr><td>0</td><td>4</td><td>5</td></tr>" in answers  # round 0: they disagree
-    assert "last round's votes: 5 × 2" in transcript
+    assert "last round's votes: 5 ×2" in transcript
 
 
 async def test_model_text_and_ids_are_escaped(run_dir):
@@ -265,3 +265,77 @@ async def page_as(client: TestClient, url: str, host: str, status: int) -> str:
     response = await client.get(url, headers={"Host": host})
     assert response.status == status
     return await response.text()
+
+
+def leaderboard_rows(html: str) -> list[list[str]]:
+    board = html[html.index('id="leaderboard"') : html.index("</table>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", board.split("<tbody>", 1)[1])
+    return [
+        [
+            unescape(re.sub(r"<[^>]+>", "", cell))
+            for cell in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row)
+        ]
+        for row in rows
+    ]
+
+
+async def test_the_leaderboard_ranks_and_names_the_runs(tmp_path):
+    weak = write_run(tmp_path / "weak", samples=6)  # t01 wrong, t02 unparsed, t03 errored
+    strong = write_run(tmp_path / "strong", samples=3)
+    manifest = RunStore(strong).manifest()
+    manifest.method_config = {"agents": 3}
+    (strong / "manifest.json").write_text(manifest.model_dump_json())
+    async with viewer(weak, strong) as client:
+        html = await page(client, "/")
+    rows = leaderboard_rows(html)
+    # rank, the run's place on the command line, its name: what differs between the two
+    assert [row[:3] for row in rows] == [
+        ["1", "0", "llm_debate · viewer (agents=unset)"],
+        ["2", "1", "llm_debate · viewer (agents=3)"],
+    ]
+    assert '<option value="1">1: llm_debate · viewer (agents=3)</option>' in html
+
+
+async def test_the_leaderboard_gives_strict_accuracy_compliance_and_cut_replies(tmp_path):
+    store = RunStore(tmp_path / "run")
+    store.open(Manifest(method="cot", benchmark="arith", model="scripted:x", evaluator="numeric"))
+    for task, strict, cut in (("t0", "4", 0), ("t1", None, 3)):
+        score = Score(value=1.0, correct=True, extracted="4").with_strict(strict, True)
+        store.append(ResultRecord(task_id=task, status="ok", gold="4", score=score,
+                                  truncated_calls=cut), debate_trace(task, ["4", "4"]))  # fmt: skip
+    store.close()
+    async with viewer(store.dir) as client:
+        html = await page(client, "/")
+    head = re.findall(r"<th>([^<]*)</th>", html[html.index('id="leaderboard"') :])
+    assert head[7:9] == ["Strict [95% CI]", "In form"] and "Cut replies / sample" in head
+    [row] = leaderboard_rows(html)
+    assert row[7].startswith("50.0% [") and row[8] == "50.0%"
+    assert row[head.index("Cut replies / sample")] == "1.50"
+
+
+async def test_search_results_show_where_the_transcript_matched(run_dir):
+    async with viewer(run_dir) as client:
+        html = await page(client, "/?q=needle-ALPHA")
+    assert "<th>Match</th>" in html
+    assert (
+        "agent0 in round 0 of t00. <mark>needle-alpha</mark>; she said &quot;hi there&quot;; "
+        "Ünïcode The answer is 4."
+    ) in html
+
+
+async def test_a_sample_links_to_the_previous_and_next_in_the_lists_order(run_dir):
+    async with viewer(run_dir) as client:
+        # the samples where answer_flips fired, highest first: t01, then t05
+        listing = await page(client, "/?signal=answer_flips")
+        first = unescape(re.search(r'<a class="sample" href="([^"]*)"', listing)[1])
+        t01 = await page(client, first)
+        following = unescape(re.search(r'href="([^"]*)" id="next-sample"', t01)[1])
+        t05 = await page(client, following)
+        middle = await page(client, "/sample?run=0&task=t01&repeat=0&back=page%3D1")
+    assert 'id="previous-sample"' not in t01 and "<code>t05</code>" in t05
+    assert 'id="next-sample"' not in t05
+    back = unescape(re.search(r'href="([^"]*)" id="previous-sample"', t05)[1])
+    assert back == first and "back=signal%3Danswer_flips" in back  # the same list, kept
+    # in the whole list, t01 lies between t00 and t02
+    assert "task=t00" in re.search(r'href="([^"]*)" id="previous-sample"', middle)[1]
+    assert "task=t02" in re.search(r'href="([^"]*)" id="next-sample"', middle)[1]

@@ -1,12 +1,14 @@
-"""``maslab view`` in a real headless Chromium: the leaderboard, a filter and a search typed as
-a user would, a transcript, and screenshots checked for content (not pixels)."""
+"""``maslab view`` in a real headless Chromium: the leaderboard (fitting a page 1400 pixels
+wide), a filter and a search typed as a user would, a transcript, and screenshots checked for
+content (not pixels)."""
 
 from __future__ import annotations
 
 import pytest
-from browser import Browser, check_screenshot, find_chromium
+from browser import HEIGHT, WIDTH, Browser, check_screenshot, find_chromium
 from viewer_runs import write_run
 
+from maslab.store.run_store import RunStore
 from maslab.viewer.app import start
 from maslab.viewer.runs import Run
 
@@ -17,11 +19,29 @@ pytestmark = [
 
 
 async def test_filter_search_and_transcript_in_chromium(tmp_path):
-    runs = [Run.open(0, write_run(tmp_path / "run"))]
+    directory = write_run(tmp_path / "run")
+    manifest = RunStore(directory).manifest()  # a model's long name and endpoint, and a judge
+    manifest.model = (
+        "openai:neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w4a16@"
+        "http://gpu-node-a.cluster.example.org:8000/v1"
+    )
+    manifest.model_roles = {"judge": {"model": manifest.model, "temperature": 0}}
+    manifest.benchmark = "bfcl_multi_turn_long_context"
+    (directory / "manifest.json").write_text(manifest.model_dump_json())
+    runs = [Run.open(0, directory)]
     runner, url = await start(runs, 0)
     try:
         async with Browser.start(tmp_path / "profile") as browser:
+            await browser.send("Emulation.setDeviceMetricsOverride", width=1400, height=HEIGHT,
+                               deviceScaleFactor=1, mobile=False)  # fmt: skip
             await browser.goto(url)
+            full, shown, right, width = await browser.evaluate(
+                "(() => { const t = document.querySelector('#leaderboard'); return [t.scrollWidth,"
+                " t.clientWidth, t.getBoundingClientRect().right, innerWidth]; })()"
+            )
+            assert width == 1400 and full <= shown and right <= width  # no column past the page
+            await browser.send("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT,
+                               deviceScaleFactor=1, mobile=False)  # fmt: skip
             assert "llm_debate" in await browser.text("#leaderboard")
             assert await browser.text("#count") == "1–50 of 60 samples"
             check_screenshot(await browser.screenshot())
