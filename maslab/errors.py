@@ -95,6 +95,13 @@ class LLMConnectionError(LLMError):
     retryable = True
 
 
+class ConnectionRefused(LLMConnectionError):
+    """A server on this machine refused the connection: nothing listens at its address, and
+    nothing will before the user starts it, so it is not retried."""
+
+    retryable = False
+
+
 class RequestRejected(LLMError):
     """HTTP 4xx other than 429 (bad request, context too long, auth, unknown model)."""
 

@@ -322,10 +322,22 @@ class Summary:
         )
 
     def describe_errors(self, limit: int = 3) -> str | None:
-        """'12 × LLMTimeout: …; 2 × KeyError: …', the ``limit`` commonest causes (None: none)."""
+        """'12 × LLMTimeout: …; 2 × KeyError: …', the ``limit`` commonest causes (None: none),
+        each longer than it can show cut at a word with '…' (``maslab show RUN TASK`` has a
+        sample's whole error)."""
         if not self.error_causes:
             return None
-        shown = [f"{count} × {cause}" for cause, count in self.error_causes[:limit]]
+
+        def shown_cause(cause: str) -> str:
+            """``cause``, shorter than a cause cut to group it (so '…' never hides nothing):
+            cut after its last whole word, or mid-word when that word is over half of it."""
+            if len(cause) < _CAUSE_CHARS:
+                return cause
+            space = cause.rfind(" ", 0, _CAUSE_CHARS - 1)
+            head = cause[:space] if space > _CAUSE_CHARS // 2 else cause[: _CAUSE_CHARS - 2]
+            return head.rstrip(" ,;:") + "…"
+
+        shown = [f"{count} × {shown_cause(cause)}" for cause, count in self.error_causes[:limit]]
         if rest := sum(count for _, count in self.error_causes[limit:]):
             shown.append(f"{rest} more of {len(self.error_causes) - limit} other causes")
         return "; ".join(shown)

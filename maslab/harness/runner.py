@@ -38,7 +38,7 @@ from maslab.core.method import Method, get_method
 from maslab.core.roles import ModelRoles, check_model_roles, role_models
 from maslab.core.scheduling import CallGate, Policy
 from maslab.core.task import Task
-from maslab.errors import ConfigError, RunFailed
+from maslab.errors import ConfigError, ConnectionRefused, RunFailed
 from maslab.harness.samples import (
     Finished,
     SampleSolver,
@@ -62,7 +62,8 @@ from maslab.version import __version__
 if TYPE_CHECKING:
     from maslab.harness.ray_backend import RayCluster
 
-# a run stops when this many samples failed with an endpoint failure before any succeeded
+# a run stops when this many samples failed with an endpoint failure before any succeeded (at
+# the first that a server on this machine refused: nothing listens there)
 UNREACHABLE_AFTER = 3
 
 
@@ -480,6 +481,8 @@ class Runner:
             self._succeeded = True
         elif not self._succeeded and finished.endpoint_failure:
             self._endpoint_failures += 1
+            if (record.error or "").startswith(f"{ConnectionRefused.__name__}: "):
+                raise EndpointUnreachable(f"stopped: {record.error}; then re-run to resume")
             if self._endpoint_failures >= UNREACHABLE_AFTER:
                 raise EndpointUnreachable(
                     f"stopped after {self._endpoint_failures} samples failed and none "

@@ -9,12 +9,11 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from collections.abc import Iterator
 from typing import Any
 
 from maslab.defaults import REQUEST_TIMEOUT_S
 from maslab.errors import ConfigError, LLMConnectionError, LLMError, LLMTimeout
-from maslab.llm.openai_compat import completion_from_payload, error_for_status
+from maslab.llm.openai_compat import causes, completion_from_payload, error_for_status
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature
 from maslab.secrets import register_environment_secrets
 
@@ -31,19 +30,32 @@ def _import_litellm() -> Any:
     return litellm
 
 
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and the exceptions it was raised from, innermost last."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+_ALSO_READ = {"HUGGINGFACE_API_KEY": ("HF_TOKEN",)}
+"""Key variables litellm's calls also read where its environment check names only the first."""
+
+
+def check_keys(model: str) -> None:
+    """A one-line :class:`ConfigError` when the environment lacks the API key variable that
+    litellm says ``model`` needs (any of them, where it names several). What else it lists (an
+    API base, a cloud project, cloud credentials) may come from elsewhere and is left to the
+    call."""
+    missing = _import_litellm().validate_environment(model)["missing_keys"]
+    keys = [
+        name
+        for name in missing
+        if name.endswith("_API_KEY") and not any(map(os.environ.get, _ALSO_READ.get(name, ())))
+    ]
+    if keys:
+        raise ConfigError(
+            f"environment variable {' or '.join(keys)} is not set "
+            f"(model 'litellm:{model}' needs it)"
+        )
 
 
 def _as_llm_error(exc: Exception, model: str) -> LLMError:
     """Map a litellm exception by kind, from it or its causes (litellm gives a timeout status 408
     and a refused connection status 500), else by its HTTP status."""
-    kinds = list(_causes(exc))
+    kinds = list(causes(exc))
     if any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in kinds):
         return LLMTimeout(str(exc), model=model)
     if any(isinstance(e, ConnectionError) or "Connect" in type(e).__name__ for e in kinds):

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
+import ipaddress
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeGuard
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
 from maslab.errors import (
+    ConnectionRefused,
     ContextTooLong,
     LLMConnectionError,
     LLMError,
@@ -44,6 +48,28 @@ from maslab.secrets import redact, scrub
 
 # the longest Retry-After honoured: a server cannot stall a run (or an endpoint) for longer
 MAX_RETRY_AFTER = 60.0
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine: ``localhost``, or a loopback or unspecified
+    address."""
+    host = urlsplit(url).hostname
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host or "")
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+def causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from, innermost last."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -236,6 +262,17 @@ class OpenAITransport(ChatModelBase):
     def supports(self, feature: Feature) -> bool:
         return self.endpoint.supports(feature)
 
+    def connection_error(self, exc: Exception, message: str) -> LLMConnectionError:
+        """``exc``, a failure to connect, as a typed error: :class:`ConnectionRefused` (not
+        retried) when a server on this machine refused it, else :class:`LLMConnectionError`."""
+        refused = any(getattr(e, "errno", None) == errno.ECONNREFUSED for e in causes(exc))
+        if refused and is_loopback(self.endpoint.base_url):
+            return ConnectionRefused(
+                "connection refused: nothing listens there; start its server, or fix the URL",
+                model=self.name,
+            )
+        return LLMConnectionError(message, model=self.name)
+
     def params(self, request: ChatRequest) -> dict[str, Any]:
         """The request's body fields, the response format in the form the server takes."""
         params = request.params()
@@ -282,7 +319,7 @@ class OpenAIHTTP(OpenAITransport):
                 f"no answer within {self.endpoint.timeout:g}s", model=self.name
             ) from None
         except aiohttp.ClientError as exc:
-            raise LLMConnectionError(f"{type(exc).__name__}: {exc}", model=self.name) from None
+            raise self.connection_error(exc, f"{type(exc).__name__}: {exc}") from None
         latency = time.perf_counter() - started
         if status != 200:
             raise error_for_status(status, error_detail(payload), self.name, retry_after)
@@ -337,7 +374,7 @@ class OpenAISDK(OpenAITransport):
                 f"no answer within {self.endpoint.timeout:g}s", model=self.name
             ) from None
         except openai.APIConnectionError as exc:
-            raise LLMConnectionError(str(exc), model=self.name) from None
+            raise self.connection_error(exc, str(exc)) from None
         except openai.APIStatusError as exc:
             headers: Mapping[str, str] = exc.response.headers
             detail = error_detail(exc.response.content)

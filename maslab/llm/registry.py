@@ -16,12 +16,14 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from maslab.defaults import ENDPOINT_MAX_CONCURRENCY
 from maslab.errors import ConfigError
 from maslab.llm.balancing import Balanced, Limited
 from maslab.llm.cache import Cached, CacheStore, ResponseCache
 from maslab.llm.endpoints import (
+    DEFAULT_SERVER,
     Endpoints,
     EndpointsFile,
     alias_retry,
@@ -89,14 +91,37 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 
 def check_model(spec: str, endpoints: Endpoints = None, *, keys: bool = True) -> None:
-    """Raise the :class:`ConfigError` that loading ``spec`` would, without loading it: an
-    unknown provider, an alias missing from ``endpoints``, an unset API key variable (unless
-    ``keys`` is False: a spec that can be right before its key is set)."""
+    """Raise the :class:`ConfigError` that loading or calling ``spec`` would, without calling
+    it: an unknown provider, an alias missing from ``endpoints``, an unset API key variable
+    (unless ``keys`` is False: a spec that can be right before its key is set; a ``litellm:``
+    model's key is the one litellm names)."""
     provider, name = parse_spec(spec)
     if provider == "openai":
         alias, served_by = resolve_endpoints(name, endpoints_table(endpoints))
         for endpoint in served_by if keys else ():
             endpoint.api_key(alias)
+    elif provider == "litellm" and keys:
+        from maslab.llm.litellm_provider import check_keys
+
+        check_keys(name)
+
+
+LOCALHOST = "localhost"
+
+
+def model_identity(spec: str) -> str:
+    """The model ``spec`` names, as a run's identity holds it: the spec, except that an
+    ``openai:<model>@<URL>`` spec keeps only the URL's host, :data:`LOCALHOST` for any address
+    of this machine. A server restarted on another port (or path) serves the same run; another
+    host is another run."""
+    provider, _, name = spec.partition(":")
+    model, at, url = name.partition("@")
+    if provider != "openai" or not at or url == DEFAULT_SERVER:
+        return spec
+    from maslab.llm.openai_compat import is_loopback  # aiohttp loads only when used
+
+    host = LOCALHOST if is_loopback(url) else urlsplit(url).hostname
+    return f"openai:{model}@{host}" if host else spec
 
 
 @register_provider("openai")

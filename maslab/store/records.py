@@ -54,6 +54,7 @@ from maslab import defaults
 from maslab.bench.evaluation import Score
 from maslab.config_files import validation_message
 from maslab.errors import ConfigError
+from maslab.llm.registry import model_identity
 from maslab.version import __version__
 
 FORMAT_VERSION = 1
@@ -370,15 +371,30 @@ class Manifest(BaseModel):
     )  # fmt: skip
 
     def identity(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.IDENTITY}
+        """The :data:`IDENTITY` fields, each model spec (the run's and its roles') as
+        :func:`~maslab.llm.registry.model_identity` names it."""
+        return {k: self._identity_value(k) for k in self.IDENTITY}
+
+    def _identity_value(self, key: str) -> Any:
+        value = getattr(self, key)
+        if key == "model":
+            return model_identity(value)
+        if key == "model_roles":
+            return {
+                name: {**entry, "model": model_identity(entry["model"])} if "model" in entry
+                else entry
+                for name, entry in value.items()
+            }  # fmt: skip
+        return value
 
     def directory(self) -> Path:
         """The run's default directory, ``runs/<benchmark>/<method>__<model>__<digest>``, the
         digest over its :meth:`identity`: running the same run again resumes it there."""
+        identity = self.identity()
         digest = hashlib.sha256(
-            orjson.dumps(self.identity(), option=orjson.OPT_SORT_KEYS, default=str)
+            orjson.dumps(identity, option=orjson.OPT_SORT_KEYS, default=str)
         ).hexdigest()[:8]
-        name = f"{_slug(self.method)}__{_slug(self.model)}__{digest}"
+        name = f"{_slug(self.method)}__{_slug(identity['model'])}__{digest}"
         return Path("runs") / _slug(self.benchmark) / name
 
     def identity_differences(self, other: Manifest) -> list[str]:
@@ -389,7 +405,7 @@ class Manifest(BaseModel):
         return [k for k in self.IDENTITY if not self._same(k, other)]
 
     def _same(self, key: str, other: Manifest) -> bool:
-        mine, theirs = getattr(self, key), getattr(other, key)
+        mine, theirs = self._identity_value(key), other._identity_value(key)
         if mine == theirs:
             return True
         if key not in ("method_config", "evaluator_options"):
@@ -423,6 +439,23 @@ class Manifest(BaseModel):
         if self.task_ids is None:
             return None
         return {(task, repeat) for task in self.task_ids for repeat in range(self.repeats)}
+
+    def planning_too(self, previous: Manifest) -> Manifest:
+        """This manifest with the plan of the union of its samples and ``previous``'s: the
+        tasks of both (``previous``'s first), the larger ``repeats`` and ``limit``."""
+        ids = limit = None
+        if self.task_ids is not None and previous.task_ids is not None:
+            ids = list(dict.fromkeys(previous.task_ids + self.task_ids))
+        if self.limit is not None and previous.limit is not None:
+            limit = max(self.limit, previous.limit)
+        return self.model_copy(
+            update={
+                "task_ids": ids,
+                "tasks": len(ids) if ids is not None else max(self.tasks, previous.tasks),
+                "repeats": max(self.repeats, previous.repeats),
+                "limit": limit,
+            }
+        )
 
 
 def _option_defaults(key: str, manifest: Manifest) -> dict[str, Any]:

@@ -223,14 +223,19 @@ class RunStore:
         self._index: IO[bytes] | None = None
         self._lock: int | None = None
         self._format_checked = False
+        self._request: Manifest | None = None  # what open() was asked for
 
     @property
     def manifest_path(self) -> Path:
         return self.dir / MANIFEST
 
     def manifest(self) -> Manifest:
-        """The run's manifest; a one-line :class:`ConfigError` when there is none, it is
-        unreadable, or a newer maslab wrote it (:class:`FormatTooNew`)."""
+        """The run's manifest (once :meth:`open` has run, the one it was asked for, whose plan
+        may be a part of the directory's: the store then reads that part); a one-line
+        :class:`ConfigError` when there is none, it is unreadable, or a newer maslab wrote it
+        (:class:`FormatTooNew`)."""
+        if self._request is not None:
+            return self._request
         try:
             data = self.manifest_path.read_bytes()
         except FileNotFoundError:
@@ -410,6 +415,7 @@ class RunStore:
             raise ConfigError(
                 f"{self.dir}: output directory is not writable ({exc.strerror})"
             ) from None
+        self._request, written = None, manifest
         if self.manifest_path.exists():
             previous = self.manifest()
             if changed := previous.identity_differences(manifest):
@@ -417,7 +423,9 @@ class RunStore:
                     f"{self.dir} holds a different run ({', '.join(changed)} differ); "
                     "use another --out or delete it"
                 )
-        data = orjson.dumps(manifest.model_dump(), option=orjson.OPT_INDENT_2)
+            written = manifest.planning_too(previous)  # a smaller request narrows no plan
+        self._request = manifest
+        data = orjson.dumps(written.model_dump(), option=orjson.OPT_INDENT_2)
         write_atomically(self.manifest_path, redact_bytes(data))
         traces = self.dir / TRACES
         for path in (self.dir / RESULTS, traces, trace_index.index_path(traces)):

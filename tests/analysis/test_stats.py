@@ -412,3 +412,19 @@ def test_replies_cut_at_max_tokens_per_sample_and_the_samples_with_any():
         "1.00 replies cut at max_tokens per sample, in 2 of 4 samples (50.0%)"
     )
     assert summarize(records[2:]).describe_truncation() is None
+
+
+def test_a_long_error_is_cut_at_a_word_with_an_ellipsis():
+    def failed(task: str, error: str) -> ResultRecord:
+        return ResultRecord(task_id=task, status="error", error=error)
+
+    long = "LLMConnectionError: " + " ".join(f"word{i:03d}" for i in range(40))
+    unbroken = "KeyError: " + "x" * 300
+    described = summarize([failed("a", long), failed("b", unbroken)]).describe_errors()
+    first, second = described.split("; ")
+    cut = first.removeprefix("1 × ")
+    assert cut.endswith(" word016…") and long.startswith(cut[:-1] + " ")
+    assert len(cut) < stats._CAUSE_CHARS  # shorter than the cause, whose word was cut
+    assert second == f"1 × {unbroken[: stats._CAUSE_CHARS - 2]}…"  # no word to cut at
+    short = "LLMTimeout: m: no answer within 5s"
+    assert summarize([failed("c", short)]).describe_errors() == f"1 × {short}"

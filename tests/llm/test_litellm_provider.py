@@ -8,8 +8,9 @@ import types
 
 import pytest
 
+from maslab.cli import main
 from maslab.errors import ConfigError, LLMConnectionError, LLMTimeout, RateLimited, ServerError
-from maslab.llm.registry import load_model
+from maslab.llm.registry import check_model, load_model
 from maslab.llm.retry import RetryPolicy
 
 
@@ -94,3 +95,51 @@ async def test_litellm_errors_become_typed_errors(monkeypatch, error, expected):
     with pytest.raises(expected) as raised:
         await model.chat("hello")
     assert "\n" not in str(raised.value)
+
+
+def needing(*missing: str) -> types.ModuleType:
+    """A stand-in litellm whose ``validate_environment`` says ``missing`` are unset."""
+    module = stand_in([])
+    module.validate_environment = lambda model: {
+        "keys_in_environment": not missing, "missing_keys": list(missing)
+    }  # fmt: skip
+    return module
+
+
+def test_a_missing_provider_key_is_named_before_any_call(monkeypatch):
+    monkeypatch.setitem(sys.modules, "litellm", needing("GROQ_API_KEY"))
+    with pytest.raises(ConfigError) as missing:
+        check_model("litellm:groq/llama3-8b")
+    assert str(missing.value) == (
+        "environment variable GROQ_API_KEY is not set (model 'litellm:groq/llama3-8b' needs it)"
+    )
+    check_model("litellm:groq/llama3-8b", keys=False)  # a sweep file's spec, before its key
+    monkeypatch.setitem(sys.modules, "litellm", needing("GOOGLE_API_KEY", "GEMINI_API_KEY"))
+    with pytest.raises(ConfigError, match="GOOGLE_API_KEY or GEMINI_API_KEY is not set"):
+        check_model("litellm:gemini/gemini-pro")
+    monkeypatch.setitem(sys.modules, "litellm", needing("OLLAMA_API_BASE"))  # it has a default
+    check_model("litellm:ollama/llama3")
+    monkeypatch.setitem(sys.modules, "litellm", needing("HUGGINGFACE_API_KEY"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match="HUGGINGFACE_API_KEY is not set"):
+        check_model("litellm:huggingface/zephyr")
+    monkeypatch.setenv("HF_TOKEN", "hf_x")  # litellm's calls read it too
+    check_model("litellm:huggingface/zephyr")
+
+
+def test_a_run_without_its_litellm_key_exits_2_and_writes_nothing(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "litellm", needing("GROQ_API_KEY"))
+    out = tmp_path / "run"
+    code = main(["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2",
+                 "--model", "litellm:groq/llama3-8b", "--out", str(out), "--no-cache"])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "GROQ_API_KEY is not set" in err
+    assert not out.exists()
+
+
+@pytest.mark.system
+def test_litellm_itself_names_the_key(monkeypatch):
+    pytest.importorskip("litellm")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="environment variable ANTHROPIC_API_KEY is not set"):
+        check_model("litellm:anthropic/claude-3-haiku-20240307")

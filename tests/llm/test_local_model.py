@@ -74,6 +74,17 @@ def test_a_process_that_loaded_a_model_exits_without_a_finaliser_error():
     assert done.returncode == 0 and "Exception ignored" not in done.stderr, done.stderr
 
 
+def test_a_local_run_exits_without_a_finaliser_error(tmp_path):
+    """The same through a whole ``maslab run`` (its progress display, its report, its exit)."""
+    needs_local_model()
+    command = [sys.executable, "-m", "maslab.cli", "run", "--method", "vanilla", "--benchmark",
+               "arith", "--limit", "2", "--model", MODEL, "--max-tokens", "4", "--no-cache",
+               "--out", str(tmp_path / "run")]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Exception ignored" not in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "2/2" in done.stderr  # the progress bar ended
+
+
 def old_runtime() -> Any:
     """A llama-cpp-python whose model parameters have no ``use_extra_bufts``."""
 

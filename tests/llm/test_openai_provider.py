@@ -12,7 +12,9 @@ import pytest
 from maslab.core.context import Context
 from maslab.errors import (
     ConfigError,
+    ConnectionRefused,
     ContextTooLong,
+    LLMConnectionError,
     LLMError,
     LLMTimeout,
     MalformedResponse,
@@ -365,3 +367,37 @@ def test_the_wordings_of_a_full_context_window_are_recognised(detail):
 )
 def test_other_refusals_are_not_taken_for_a_full_context_window(detail):
     assert not says_context_too_long(detail)
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+async def test_a_refused_connection_on_this_machine_is_not_retried(transport, host):
+    url = f"http://{host}:{closed_port()}/v1"
+    table = {"down": [Endpoint(base_url=url, transport=transport)]}
+    model = load_model("openai:down", endpoints=table, retry=FAST_RETRY)
+    with pytest.raises(ConnectionRefused) as refused:
+        await model.chat("hi")
+    assert refused.value.attempts == 1 and not refused.value.retryable
+    assert str(refused.value).startswith(f"openai:down@{url}: connection refused")
+    assert isinstance(refused.value, LLMConnectionError)  # an endpoint failure, for the run
+
+
+def test_a_refused_connection_elsewhere_is_retried_as_any_connection_error():
+    from maslab.llm.openai_compat import OpenAIHTTP
+
+    cause = ConnectionRefusedError(111, "Connect call failed")
+    error = OSError("Cannot connect to host gpu1:8000")
+    error.__cause__ = cause
+    remote = OpenAIHTTP(Endpoint(base_url="http://gpu1:8000/v1"), "m", None, 1)
+    assert type(remote.connection_error(error, "down")) is LLMConnectionError
+    local = OpenAIHTTP(Endpoint(base_url="http://[::1]:8000/v1"), "m", None, 1)
+    assert type(local.connection_error(error, "down")) is ConnectionRefused

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from maslab.api import run_config
+from maslab.cli import main
 from maslab.harness.runner import RunConfig, Runner
-from maslab.store.run_store import Manifest
+from maslab.llm.registry import model_identity
+from maslab.store.run_store import MANIFEST, Manifest
+from maslab.testing.fake_server import FakeOpenAIServer
 
 # RunConfig fields outside the identity, and why: the same run, resumed or extended under them.
 NOT_IDENTITY = {
@@ -90,3 +94,50 @@ def test_an_option_added_since_a_run_was_written_resumes_it_at_its_default(key, 
     asked = now.model_copy(update={key: {**getattr(written, key), **added}})
     assert written.identity_differences(asked) == ([] if same else [key])
     assert asked.identity_differences(written) == [key]  # an option the run asked for went away
+
+
+@pytest.mark.parametrize(
+    ("spec", "identity"),
+    [
+        ("openai:qwen@http://127.0.0.1:8000/v1", "openai:qwen@localhost"),
+        ("openai:qwen@http://localhost:8001", "openai:qwen@localhost"),
+        ("openai:qwen@http://[::1]:8000/v1", "openai:qwen@localhost"),
+        ("openai:qwen@http://gpu1:8000/v1", "openai:qwen@gpu1"),
+        ("openai:qwen@https://gpu1/other/v1", "openai:qwen@gpu1"),
+        ("openai:qwen", "openai:qwen"),  # an alias, or the default server's model
+        ("openai:qwen@default", "openai:qwen@default"),
+        ("litellm:groq/llama3@x", "litellm:groq/llama3@x"),
+    ],
+)
+def test_a_model_at_a_url_is_named_by_its_host_without_the_port(spec, identity):
+    assert model_identity(spec) == identity
+
+
+def test_a_local_server_on_another_port_is_the_same_run_another_host_is_not():
+    at = "openai:m@http://{}/v1".format
+    roles = {"model_roles": {"judge": at("127.0.0.1:8001")}}
+    assert directory(model=at("127.0.0.1:8000")) == directory(model=at("localhost:9000"))
+    assert directory(model=at("127.0.0.1:8000")) != directory(model=at("gpu1:8000"))
+    assert directory(method="mad", **roles) == directory(
+        method="mad", model_roles={"judge": at("localhost:8002")}
+    )
+    assert "__openai-m-localhost__" in str(directory(model=at("127.0.0.1:8000")))
+
+
+def test_a_run_written_with_a_port_resumes_on_another(tmp_path, capsys):
+    out = tmp_path / "run"
+
+    def run(server: FakeOpenAIServer) -> int:
+        return main(["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2",
+                     "--model", f"openai:m@{server.base_url}", "--out", str(out), "--no-cache",
+                     "--quiet"])  # fmt: skip
+
+    with (
+        FakeOpenAIServer(lambda request: "The answer is 4.") as first,
+        FakeOpenAIServer(lambda request: "The answer is 4.") as second,  # another port
+    ):
+        assert run(first) == 0 and first.served == 2
+        written = orjson.loads((out / MANIFEST).read_bytes())
+        assert written["model"] == f"openai:m@{first.base_url}"  # the whole spec, as ever
+        assert run(second) == 0 and second.served == 0  # another port: resumed, nothing to do
+    assert "2 tasks × 1 repeat" in capsys.readouterr().out
