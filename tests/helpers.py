@@ -31,6 +31,20 @@ TASK = Task(
 GOLD_TASK = TASK.model_copy(update={"gold": "42"})  # the same, with its gold answer
 
 
+def add_task(hidden: str) -> Task:
+    """A code task: write add(a, b), two examples shown in its question, ``hidden`` its grading
+    test (never shown to the method), its gold code marked ``GOLD-CODE``."""
+    return Task(
+        id="c1",
+        question="Write a function add(a, b) that returns the sum of a and b, as in:\n\n"
+        "```python\nassert add(1, 2) == 3\nassert add(0, 0) == 0\n```",
+        gold="def add(a, b):\n    return a + b  # GOLD-CODE",
+        tests=(hidden,),
+        answer_type="code",
+        instruction="Give your final answer in a single ```python code block.",
+    )
+
+
 def agent_of(request: ChatRequest) -> str:
     """The agent that made the call (the last part of the request's draw scope)."""
     return request.scope.rsplit("\x1f", 1)[-1]

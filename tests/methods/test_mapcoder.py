@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 
 import pytest
-from helpers import prompts_of, records_of
+from helpers import add_task, prompts_of, records_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
@@ -28,15 +28,7 @@ from maslab.methods.mapcoder import (
 )
 
 HIDDEN = "assert add(2, 2) == 4  # HIDDEN-TEST"
-TASK = Task(
-    id="c1",
-    question="Write a function add(a, b) that returns the sum of a and b, as in:\n\n```python\n"
-    "assert add(1, 2) == 3\nassert add(0, 0) == 0\n```",
-    gold="def add(a, b):\n    return a + b  # GOLD-CODE",
-    tests=(HIDDEN,),
-    answer_type="code",
-    instruction="Give your final answer in a single ```python code block.",
-)
+TASK = add_task(HIDDEN)
 SAMPLES = ["assert add(1, 2) == 3", "assert add(0, 0) == 0"]
 
 RIGHT = "```python\ndef add(a, b):\n    return a + b\n```"

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 
 import pytest
-from helpers import TASK, TwoModels, agent_of, prompts_of, records_of
+from helpers import TASK, TwoModels, add_task, agent_of, prompts_of, records_of
 
 from maslab.cli import main
 from maslab.core.context import Budget, Context
@@ -29,15 +29,7 @@ from maslab.methods.metagpt import (
 )
 
 HIDDEN = "assert add(7, 7) == 14  # HIDDEN-TEST"
-CODE_TASK = Task(
-    id="c1",
-    question="Write a function add(a, b) that returns the sum of a and b, as in:\n\n```python\n"
-    "assert add(1, 2) == 3\nassert add(0, 0) == 0\n```",
-    gold="def add(a, b):\n    return a + b  # GOLD-CODE",
-    tests=(HIDDEN,),
-    answer_type="code",
-    instruction="Give your final answer in a single ```python code block.",
-)
+CODE_TASK = add_task(HIDDEN)
 SHOWN = ["assert add(1, 2) == 3", "assert add(0, 0) == 0"]
 QA_TESTS = ["assert add(2, 3) == 5", "assert add(-1, 1) == 0"]
 QA_REPLY = "Here are my tests:\n```python\n" + "\n".join(QA_TESTS) + "\n```"
