@@ -19,7 +19,8 @@ from maslab.secrets import redact
 
 class _Console(Console):
     """Redacts every string before it is rendered (wrapping or highlighting could split a key);
-    a broken pipe reaches :func:`maslab.cli.main` (rich's own handler exits with 1)."""
+    a broken pipe reaches :func:`maslab.cli.main` (rich's own handler exits with 1). Emoji codes
+    are not replaced: ``:x:`` in a model name or an answer is printed as written."""
 
     def render_str(self, text: str, **options: Any) -> Text:
         return super().render_str(redact(text), **options)
@@ -29,7 +30,7 @@ class _Console(Console):
         raise BrokenPipeError(errno.EPIPE, "the reader of stdout went away")
 
 
-console = _Console(soft_wrap=True)
+console = _Console(soft_wrap=True, emoji=False)  # a model spec like "forms:x:" stays text
 
 
 class Terminated(KeyboardInterrupt):

@@ -350,3 +350,10 @@ def test_the_guides_offline_sweep_runs_offline(tmp_path, monkeypatch, capsys):
     args = command.split("#")[0].split()[1:]
     args[1] = str(ROOT / args[1])  # examples/sweep.yaml
     assert main([*args, "--quiet"]) == 0, capsys.readouterr().out
+
+
+def test_emoji_codes_in_printed_text_stay_as_written(capsys):
+    from maslab.cli.console import console
+
+    console.print("forms:x: 25.0% with probe:x: and :thumbs_up:", markup=False)
+    assert capsys.readouterr().out.strip() == "forms:x: 25.0% with probe:x: and :thumbs_up:"
