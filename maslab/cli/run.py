@@ -189,6 +189,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from maslab.harness.shard import merge
     from maslab.store.run_store import RunStore
 
+    from maslab.report import build_report
+
     out = merge(args.shards, args.out, partial=args.partial)
     console.print(f"merged {len(args.shards)} shards into {out}")
     if missing := RunStore(out).manifest().missing_shards:
@@ -196,6 +198,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
             f"[yellow]partial: shard{'s' * (len(missing) > 1)} {', '.join(map(str, missing))} "
             "missing; the merged run holds the other shards' tasks only[/]"
         )
+    console.print(f"report: {build_report([out], Path(out) / 'report.html')}")
     return 0
 
 

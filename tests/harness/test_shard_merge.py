@@ -75,6 +75,7 @@ def test_a_shard_runs_its_tasks_only(whole: Path, shards: list[Path]) -> None:
 def test_merged_shards_equal_the_whole_run(whole: Path, shards: list[Path], tmp_path: Path):
     out = tmp_path / "merged"
     assert merge(out, *reversed(shards)) == 0
+    assert "tasks" in (out / "report.html").read_text()  # the merged run's report, written
     assert records(out) == records(whole) and len(records(out)) == 14
     assert traces(out) == traces(whole)
     merged, original = RunStore(out).manifest(), RunStore(whole).manifest()
