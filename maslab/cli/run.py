@@ -187,9 +187,8 @@ def cluster(args: argparse.Namespace) -> RayCluster | None:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from maslab.harness.shard import merge
-    from maslab.store.run_store import RunStore
-
     from maslab.report import build_report
+    from maslab.store.run_store import RunStore
 
     out = merge(args.shards, args.out, partial=args.partial)
     console.print(f"merged {len(args.shards)} shards into {out}")
