@@ -230,6 +230,17 @@ async def test_numeric_keeps_its_flexible_score_and_records_the_strict_verdict()
     assert nothing.unparsed and nothing.strict == Strict(extracted=None, correct=False)
 
 
+async def test_exact_records_the_strict_verdict_beside_its_text_match():
+    task = Task(id="x", question="Capital of France?", gold="Paris")
+    exact = get_evaluator("exact")()
+    marked = await exact.score(task, "The answer is Paris.")
+    assert marked.correct and marked.strict == Strict(extracted="Paris", correct=True)
+    boxed = await exact.score(task, r"\boxed{Lyon}")
+    assert not boxed.correct and boxed.strict == Strict(extracted="Lyon", correct=False)
+    hedge = await exact.score(task, "Paris, or maybe Lyon")  # no answer in the instructed form
+    assert hedge.strict == Strict(extracted=None, correct=False)
+
+
 async def test_choice_records_the_letter_in_the_instructed_form_only():
     task = Task(id="c", question="?", gold="B", choices=("Oslo", "Paris"), answer_type="choice")
     choice = get_evaluator("choice")()
