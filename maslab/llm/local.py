@@ -93,10 +93,19 @@ def _engine(path: Path, n_ctx: int) -> _Engine:
                 llama_cpp = importlib.import_module("llama_cpp")
             except ImportError:
                 raise ConfigError(f"local models need llama-cpp-python: {INSTALL_HINT}") from None
-            with _without_extra_buffers(llama_cpp):
-                llama = llama_cpp.Llama(
-                    model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False
-                )
+            try:
+                with _without_extra_buffers(llama_cpp):
+                    llama = llama_cpp.Llama(
+                        model_path=str(path),
+                        n_ctx=n_ctx,
+                        n_threads=os.cpu_count() or 1,
+                        verbose=False,
+                    )
+            except ValueError as exc:  # not a GGUF llama.cpp reads, or no room for the context
+                raise ConfigError(
+                    f"{path}: llama.cpp could not load it with a {n_ctx}-token context ({exc}); "
+                    "check that the file is a whole GGUF model, or ask for a smaller context"
+                ) from None
             if not _ENGINES:  # llama.cpp's own finaliser fails once the interpreter tears down
                 atexit.register(_close_engines)
             _ENGINES[(path, n_ctx)] = _Engine(llama)

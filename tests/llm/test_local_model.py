@@ -38,6 +38,17 @@ def test_missing_files_and_names_are_one_line_errors(tmp_path):
         load_model("local:tinyllama")
 
 
+async def test_a_file_llama_cpp_cannot_load_is_a_one_line_error(tmp_path):
+    needs_local_model()
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)  # the magic, then nothing a model needs
+    model = load_model(f"local:{broken}")
+    with pytest.raises(ConfigError) as raised:
+        await model.chat("hi", max_tokens=1)
+    message = str(raised.value)
+    assert message.startswith(f"{broken}: llama.cpp could not load it") and "\n" not in message
+
+
 async def test_missing_extra_says_what_to_install(tmp_path, monkeypatch):
     fake = tmp_path / "fake.gguf"
     fake.write_bytes(b"GGUF")
