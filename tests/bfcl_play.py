@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import lines, run_cli
+from helpers import lines, native_reply, run_cli
 
 from maslab.bench.benchmark import Benchmark
 from maslab.bench.evaluation import Score, get_evaluator
@@ -18,7 +18,7 @@ from maslab.core.context import Context
 from maslab.core.method import Method
 from maslab.core.task import Task
 from maslab.evaluators.bfcl import gold_turns
-from maslab.llm.types import ChatRequest, FunctionCall
+from maslab.llm.types import ChatRequest
 from maslab.testing import Reply, ScriptedModel
 
 Turns = list[list[dict[str, Any]]]
@@ -57,13 +57,9 @@ def gold_calls(task: Task) -> Turns:
 
 
 def native_calls(calls: list[dict[str, Any]]) -> Reply:
-    """One reply making all of ``calls`` natively, in order."""
-    return Reply(
-        tool_calls=tuple(
-            FunctionCall(f"call_{i}", c["name"], json.dumps(c["arguments"]))
-            for i, c in enumerate(calls)
-        )
-    )
+    """One reply making all of ``calls`` (the answer contract's ``{"name", "arguments"}``)
+    natively, in order."""
+    return native_reply(*((c["name"], c["arguments"]) for c in calls))
 
 
 def sample_of(request: ChatRequest) -> str:

@@ -3,11 +3,12 @@
 What several files used to define for themselves, word for word: the arithmetic task the method
 tests solve, reading who made a call and what it was shown from a request or a context's ledger,
 running one method on one task, a model pool of scripted models, a run's JSON lines, the command
-line in-process, a toy environment.
+line in-process, a toy environment and scripted replies that call its functions.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,8 @@ from maslab.core.context import Context
 from maslab.core.environment import Environment, ToolError
 from maslab.core.task import Task
 from maslab.llm.pool import ModelPool
-from maslab.llm.scripted import ScriptedModel
-from maslab.llm.types import ChatRequest
+from maslab.llm.scripted import Reply, ScriptedModel
+from maslab.llm.types import ChatRequest, FunctionCall
 
 TASK = Task(
     id="t1",
@@ -143,3 +144,24 @@ class Shelf(Environment):
         if name == "boom":
             raise KeyError("a bug in the environment")
         raise ToolError(f"cannot call {name} with {dict(arguments)}")
+
+
+Call = tuple[str, Mapping[str, Any]]
+"""A function call a scripted reply makes: the function's name and its arguments."""
+
+
+def native_reply(*calls: Call) -> Reply:
+    """One scripted reply making ``calls`` as native tool calls, in order (ids call_1, ...)."""
+    return Reply(
+        tool_calls=tuple(
+            FunctionCall(f"call_{i}", name, json.dumps(arguments))
+            for i, (name, arguments) in enumerate(calls, 1)
+        )
+    )
+
+
+def making(native: bool, *calls: Call) -> Reply | str:
+    """One scripted reply making ``calls``: native tool calls, or the text path's JSON list."""
+    if native:
+        return native_reply(*calls)
+    return json.dumps([{"name": name, "arguments": arguments} for name, arguments in calls])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import CLEAR, PUT, TAKE, Shelf
+from helpers import CLEAR, PUT, TAKE, Shelf, native_reply
 
 from maslab.core.context import Budget, Context
 from maslab.errors import BudgetExceeded
@@ -15,16 +15,6 @@ from maslab.llm.scripted import Reply, ScriptedModel
 from maslab.llm.types import FunctionCall
 
 FUNCTIONS = (PUT, TAKE)
-
-
-def calling(*calls: tuple[str, dict]) -> Reply:
-    """A native reply making ``calls`` in this order (ids call_1, call_2, ...)."""
-    return Reply(
-        tool_calls=tuple(
-            FunctionCall(f"call_{i}", name, json.dumps(arguments))
-            for i, (name, arguments) in enumerate(calls, 1)
-        )
-    )
 
 
 def written(*calls: tuple[str, dict]) -> str:
@@ -39,7 +29,7 @@ def shelf_ctx(model: ScriptedModel, **options) -> Context:
 
 async def test_native_calls_of_one_reply_run_in_order_and_answer_each_call_by_its_id():
     model = ScriptedModel(
-        [calling(("put", {"key": "a", "value": "1"}), ("take", {"key": "a"})), "Done."],
+        [native_reply(("put", {"key": "a", "value": "1"}), ("take", {"key": "a"})), "Done."],
         native=["tools"],
     )
     ctx = shelf_ctx(model)
@@ -105,7 +95,8 @@ async def test_the_text_path_lists_the_functions_once_to_an_agent_with_a_history
 
 
 async def test_a_refused_call_goes_back_as_an_error_observation_and_the_loop_goes_on():
-    model = ScriptedModel([calling(("take", {"key": "x"})), "There was nothing."], native=["tools"])
+    took = native_reply(("take", {"key": "x"}))
+    model = ScriptedModel([took, "There was nothing."], native=["tools"])
     ctx = shelf_ctx(model)
     acted = await act(ctx.agent("agent"), "Take x.", FUNCTIONS, max_steps=5)
 
@@ -125,7 +116,7 @@ async def test_native_arguments_that_are_no_json_object_count_as_none():
 @pytest.mark.parametrize("native", [True, False])
 async def test_the_step_cap_ends_the_turn_after_exactly_max_steps_replies(native):
     put = {"key": "a", "value": "1"}
-    reply = calling(("put", put)) if native else written(("put", put))
+    reply = native_reply(("put", put)) if native else written(("put", put))
     model = ScriptedModel([reply], cycle=True, native=["tools"] if native else [])
     ctx = shelf_ctx(model)
     agent = ctx.agent("agent")
@@ -140,7 +131,7 @@ async def test_the_step_cap_ends_the_turn_after_exactly_max_steps_replies(native
 
 async def test_declared_tools_only_return_the_first_calls_without_running_them():
     model = ScriptedModel(
-        [calling(("put", {"key": "a", "value": "1"}), ("take", {"key": "a"})), "unused"],
+        [native_reply(("put", {"key": "a", "value": "1"}), ("take", {"key": "a"})), "unused"],
         native=["tools"],
     )
     ctx = Context(model)  # no environment: the functions are only declared
@@ -175,7 +166,7 @@ async def test_without_functions_it_is_one_plain_reply():
 
 
 async def test_a_budget_stop_propagates_and_the_calls_made_before_it_stand():
-    model = ScriptedModel([calling(("put", {"key": "a", "value": "1"}))], cycle=True,
+    model = ScriptedModel([native_reply(("put", {"key": "a", "value": "1"}))], cycle=True,
                           native=["tools"])  # fmt: skip
     ctx = shelf_ctx(model, budget=Budget(max_calls=2))
     with pytest.raises(BudgetExceeded):

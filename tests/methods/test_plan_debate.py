@@ -13,14 +13,14 @@ import json
 
 import pytest
 from bfcl_play import assert_run_delivers_every_turn
-from helpers import PUT, TAKE, Shelf, agent_of, prompts_of
+from helpers import PUT, TAKE, Shelf, agent_of, making, prompts_of
 
 from maslab.core.context import Budget
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.kit.plans import WHOLE_REQUEST
 from maslab.llm.scripted import Reply, ScriptedModel
-from maslab.llm.types import ChatRequest, FunctionCall
+from maslab.llm.types import ChatRequest
 
 PlanDebate = get_method("plan_debate")
 ONE_TURN = Task(id="e1", question="Put 1 under a.")
@@ -38,13 +38,6 @@ def choice(number: int) -> str:
     return json.dumps({"plan": number})
 
 
-def calling(native: bool, name: str, args: dict) -> Reply | str:
-    """A reply calling ``name``: a native tool call, or a JSON list in its text."""
-    if not native:
-        return json.dumps([{"name": name, "arguments": args}])
-    return Reply(tool_calls=(FunctionCall("call_1", name, json.dumps(args)),))
-
-
 def respond(native: bool, plans: dict[str, str], judge: str = choice(1)):
     """Planner ``p`` answers ``plans[p]`` (every time), the judge ``judge``, the executor puts
     on its first step and says done on the others."""
@@ -56,7 +49,7 @@ def respond(native: bool, plans: dict[str, str], judge: str = choice(1)):
         if agent == "judge":
             return judge
         first = "Step 1 of" in request.messages[-1]["content"]
-        return calling(native, "put", PUT_A) if first else "Done."
+        return making(native, ("put", PUT_A)) if first else "Done."
 
     return reply
 
@@ -150,7 +143,7 @@ async def test_unreadable_plans_fall_back():
 @PATHS
 async def test_declared_tools_answer_with_the_first_calls(native):
     plans = {"planner_1": plan("think", "put 1 under a", "check"), "planner_2": plan("x")}
-    calls = iter([calling(native, "put", PUT_A)])
+    calls = iter([making(native, ("put", PUT_A))])
 
     def reply(request: ChatRequest) -> Reply | str:
         if agent_of(request) == "executor" and "Step 1 of" in request.messages[-1]["content"]:

@@ -20,7 +20,7 @@ from bfcl_play import (
     single_answer,
     wrong,
 )
-from helpers import PUT, TAKE, TASK, Shelf, agent_of
+from helpers import PUT, TAKE, TASK, Shelf, agent_of, making
 
 from maslab.bench.benchmark import get_benchmark
 from maslab.core.context import Budget, Context
@@ -41,12 +41,6 @@ CALLS = [[("put", PUT_A)], [("take", {"key": "a"})], [("take", {"key": "a"})], [
 Calls = list[tuple[str, dict[str, Any]]]
 
 
-def calling(calls: Calls, native: bool) -> Reply | str:
-    """One reply making ``calls``: natively, or as the text path's JSON list."""
-    listed = [{"name": n, "arguments": a} for n, a in calls]
-    return native_calls(listed) if native else json.dumps(listed)
-
-
 def roles(plans: list[list[str]], steps: list[Calls], native: bool, closing: bool = False):
     """A responder: the planner writes ``plans`` in turn, the action agent makes ``steps`` in
     turn (``closing``: a reply without a call after each step's results)."""
@@ -60,7 +54,7 @@ def roles(plans: list[list[str]], steps: list[Calls], native: bool, closing: boo
         )
         if closing and results:
             return "Done."
-        return calling(steps.pop(0), native)
+        return making(native, *steps.pop(0))
 
     return respond
 
@@ -136,7 +130,7 @@ async def test_declared_tools_answer_with_the_first_calls_and_skip_the_later_ste
         if agent_of(request) == "planner":
             return json.dumps({"steps": plans[0]})
         first = "Step 1 of 3" in last_user_message(request)
-        return "I will call next." if first else calling(listed, native)
+        return "I will call next." if first else making(native, *listed)
 
     model = ScriptedModel(respond, native=["tools"] if native else [])
     outcome = await PlannerExecutor().arun(DECLARED, model)
@@ -168,7 +162,7 @@ async def test_toy_functions_chain_through_three_steps_in_one_reply_each(native)
         ("multiply", {"a": 5, "b": 4}),
         ("subtract", {"a": 20, "b": 1}),
     ]
-    replies = [calling([s], native) for s in steps]
+    replies = [making(native, s) for s in steps]
     model = ScriptedModel(
         [plan("Add 2 and 3.", "Multiply the sum by 4.", "Subtract 1."), *replies],
         native=["tools"] if native else [],

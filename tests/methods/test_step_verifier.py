@@ -12,14 +12,13 @@ import json
 
 import pytest
 from bfcl_play import assert_run_delivers_every_turn
-from helpers import PUT, TAKE, Shelf, agent_of, prompts_of
+from helpers import PUT, TAKE, Shelf, agent_of, making, prompts_of
 
 from maslab.core.context import Budget
 from maslab.core.method import get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.scripted import Reply, ScriptedModel
-from maslab.llm.types import FunctionCall
+from maslab.llm.scripted import ScriptedModel
 
 StepVerifier = get_method("step_verifier")
 ONE_TURN = Task(id="e1", question="Put 1 under a.")
@@ -35,14 +34,6 @@ def retry(hint: str) -> str:
     return json.dumps({"verdict": "retry", "hint": hint})
 
 
-def calling(native: bool, *calls: tuple[str, dict]) -> Reply | str:
-    """A reply making ``calls``: native tool calls, or a JSON list in its text."""
-    if not native:
-        return json.dumps([{"name": name, "arguments": args} for name, args in calls])
-    wire = (FunctionCall(f"call_{i}", n, json.dumps(a)) for i, (n, a) in enumerate(calls, 1))
-    return Reply(tool_calls=tuple(wire))
-
-
 def scripted(replies: list, native: bool) -> ScriptedModel:
     return ScriptedModel(replies, native=["tools"] if native else [])
 
@@ -56,8 +47,8 @@ PATHS = pytest.mark.parametrize("native", [True, False], ids=["native", "text"])
 
 @PATHS
 async def test_continue_then_done_ends_the_turn(native):
-    model = scripted([calling(native, ("put", PUT_A)), CONTINUE,
-                      calling(native, ("put", PUT_B)), DONE], native)  # fmt: skip
+    model = scripted([making(native, ("put", PUT_A)), CONTINUE,
+                      making(native, ("put", PUT_B)), DONE], native)  # fmt: skip
     outcome = await StepVerifier().arun(ONE_TURN, model, environment=Shelf())
     assert who(model) == ["actor", "verifier", "actor", "verifier"]
     assert json.loads(outcome.answer) == [
@@ -76,8 +67,8 @@ async def test_continue_then_done_ends_the_turn(native):
 
 @PATHS
 async def test_retry_sends_the_hint_as_the_actors_next_prompt(native):
-    model = scripted([calling(native, ("take", {"key": "b"})), retry("Take a, not b."),
-                      calling(native, ("take", {"key": "a"})), DONE], native)  # fmt: skip
+    model = scripted([making(native, ("take", {"key": "b"})), retry("Take a, not b."),
+                      making(native, ("take", {"key": "a"})), DONE], native)  # fmt: skip
     shelf = Shelf()
     shelf.items["a"] = "1"
     outcome = await StepVerifier().arun(ONE_TURN, model, environment=shelf)
@@ -91,8 +82,8 @@ async def test_retry_sends_the_hint_as_the_actors_next_prompt(native):
 
 @PATHS
 async def test_a_step_without_calls_ends_the_turn(native):
-    model = scripted([calling(native, ("put", PUT_A)), CONTINUE, "Put 1 under a.",
-                      calling(native, ("take", {"key": "a"})), DONE], native)  # fmt: skip
+    model = scripted([making(native, ("put", PUT_A)), CONTINUE, "Put 1 under a.",
+                      making(native, ("take", {"key": "a"})), DONE], native)  # fmt: skip
     outcome = await StepVerifier().arun(EPISODE, model, environment=Shelf())
     assert who(model) == ["actor", "verifier", "actor", "actor", "verifier"]
     assert outcome.solution.metadata["steps"] == [2, 1]
@@ -103,7 +94,7 @@ async def test_a_step_without_calls_ends_the_turn(native):
 
 
 async def test_the_step_cap_cuts_the_turn_off_and_ends_the_episode():
-    model = ScriptedModel([calling(True, ("put", PUT_A)), CONTINUE], cycle=True, native=["tools"])
+    model = ScriptedModel([making(True, ("put", PUT_A)), CONTINUE], cycle=True, native=["tools"])
     outcome = await StepVerifier(max_steps=3).arun(EPISODE, model, environment=Shelf())
     assert len(model.calls) == 6 == 2 * 3  # 3 actor steps, each checked
     assert [len(turn) for turn in json.loads(outcome.answer)] == [3, 0]
@@ -112,7 +103,7 @@ async def test_the_step_cap_cuts_the_turn_off_and_ends_the_episode():
 
 
 async def test_done_at_the_cap_is_no_cut_off():
-    model = scripted([calling(True, ("put", PUT_A)), DONE, calling(True, ("take", {"key": "a"})),
+    model = scripted([making(True, ("put", PUT_A)), DONE, making(True, ("take", {"key": "a"})),
                       DONE], native=True)  # fmt: skip
     outcome = await StepVerifier(max_steps=1).arun(EPISODE, model, environment=Shelf())
     assert len(model.calls) == 4 and outcome.solution.metadata["capped"] is False
@@ -121,7 +112,7 @@ async def test_done_at_the_cap_is_no_cut_off():
 
 @PATHS
 async def test_a_verifier_reply_without_json_counts_as_continue(native):
-    model = scripted([calling(native, ("put", PUT_A)), "Looks fine to me.", "All done."], native)
+    model = scripted([making(native, ("put", PUT_A)), "Looks fine to me.", "All done."], native)
     outcome = await StepVerifier().arun(ONE_TURN, model, environment=Shelf())
     assert who(model) == ["actor", "verifier", "actor"]
     assert outcome.solution.metadata["verdicts"] == [["continue"]]
@@ -130,7 +121,7 @@ async def test_a_verifier_reply_without_json_counts_as_continue(native):
 
 @PATHS
 async def test_declared_tools_are_checked_once(native):
-    model = scripted([calling(native, ("put", PUT_A)), CONTINUE], native)
+    model = scripted([making(native, ("put", PUT_A)), CONTINUE], native)
     outcome = await StepVerifier().arun(DECLARED, model)
     assert who(model) == ["actor", "verifier"]
     assert json.loads(outcome.answer) == [{"name": "put", "arguments": PUT_A}]
@@ -139,8 +130,8 @@ async def test_declared_tools_are_checked_once(native):
 
 @PATHS
 async def test_declared_tools_retry_once_and_answer_with_the_last_proposal(native):
-    model = scripted([calling(native, ("put", PUT_B)), retry("The key is a, the value 1."),
-                      calling(native, ("put", PUT_A))], native)  # fmt: skip
+    model = scripted([making(native, ("put", PUT_B)), retry("The key is a, the value 1."),
+                      making(native, ("put", PUT_A))], native)  # fmt: skip
     outcome = await StepVerifier().arun(DECLARED, model)
     assert who(model) == ["actor", "verifier", "actor"]
     assert json.loads(outcome.answer) == [{"name": "put", "arguments": PUT_A}]
@@ -165,7 +156,7 @@ async def test_an_ordinary_question_is_one_reply():
 
 
 async def test_a_budget_stop_mid_turn_keeps_the_calls_so_far():
-    model = ScriptedModel([calling(True, ("put", PUT_A)), CONTINUE], cycle=True, native=["tools"])
+    model = ScriptedModel([making(True, ("put", PUT_A)), CONTINUE], cycle=True, native=["tools"])
     outcome = await StepVerifier().arun(
         EPISODE, model, environment=Shelf(), budget=Budget(max_calls=5)
     )
@@ -175,7 +166,7 @@ async def test_a_budget_stop_mid_turn_keeps_the_calls_so_far():
 
 
 async def test_a_budget_stop_on_declared_tools_answers_with_the_proposal():
-    model = ScriptedModel([calling(True, ("put", PUT_A)), CONTINUE], native=["tools"])
+    model = ScriptedModel([making(True, ("put", PUT_A)), CONTINUE], native=["tools"])
     outcome = await StepVerifier().arun(DECLARED, model, budget=Budget(max_calls=1))
     assert json.loads(outcome.answer) == [{"name": "put", "arguments": PUT_A}]
     assert "budget" in outcome.solution.metadata

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import PUT, TAKE, Shelf, lines, run_cli
+from helpers import PUT, TAKE, Shelf, lines, native_reply, run_cli
 
 from maslab.bench.benchmark import _BENCHMARKS, Benchmark, register_benchmark
 from maslab.core.method import _METHODS, get_method
 from maslab.core.task import Task
 from maslab.errors import ConfigError
-from maslab.llm.scripted import Reply, ScriptedModel
-from maslab.llm.types import FunctionCall
+from maslab.llm.scripted import ScriptedModel
 from maslab.store.records import RESULTS, TRACES
 
 ToolAgent = get_method("tool_agent")
@@ -23,19 +22,10 @@ EPISODE = Task(id="e1", question="Put 1 under a.", turns=("Now take a.", ""))
 PUT_A = {"key": "a", "value": "1"}
 
 
-def calling(*calls: tuple[str, dict]) -> Reply:
-    return Reply(
-        tool_calls=tuple(
-            FunctionCall(f"call_{i}", name, json.dumps(arguments))
-            for i, (name, arguments) in enumerate(calls, 1)
-        )
-    )
-
-
 @pytest.mark.parametrize("native", [True, False])
 async def test_declared_tools_answer_with_the_calls_of_the_first_reply_that_makes_any(native):
     listed = [{"name": "put", "arguments": PUT_A}, {"name": "take", "arguments": {"key": "a"}}]
-    reply = calling(("put", PUT_A), ("take", {"key": "a"})) if native else json.dumps(listed)
+    reply = native_reply(("put", PUT_A), ("take", {"key": "a"})) if native else json.dumps(listed)
     model = ScriptedModel([reply], native=["tools"] if native else [])
     outcome = await ToolAgent().arun(DECLARED, model)
     assert json.loads(outcome.answer) == listed
@@ -49,8 +39,8 @@ async def test_declared_tools_and_no_call_answer_with_an_empty_list():
 
 async def test_an_episode_answers_with_what_was_called_at_each_turn():
     model = ScriptedModel(
-        [calling(("put", PUT_A)), "Put.", calling(("take", {"key": "a"})), "Took 1.",
-         calling(("clear", {})), "Cleared."],
+        [native_reply(("put", PUT_A)), "Put.", native_reply(("take", {"key": "a"})), "Took 1.",
+         native_reply(("clear", {})), "Cleared."],
         native=["tools"],
     )  # fmt: skip
     outcome = await ToolAgent().arun(EPISODE, model, environment=Shelf())
@@ -75,7 +65,7 @@ async def test_an_episode_answers_with_what_was_called_at_each_turn():
 
 
 async def test_a_turn_cut_off_at_the_cap_ends_the_episode():
-    model = ScriptedModel([calling(("put", PUT_A))], cycle=True, native=["tools"])
+    model = ScriptedModel([native_reply(("put", PUT_A))], cycle=True, native=["tools"])
     outcome = await ToolAgent(max_steps=3).arun(EPISODE, model, environment=Shelf())
     assert len(model.calls) == 3 and len(outcome.context.tool_calls) == 3
     assert [len(turn) for turn in json.loads(outcome.answer)] == [3, 0, 0]
