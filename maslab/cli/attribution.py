@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from maslab.analysis.attribution import STRATEGIES, attribute_run, failed, tally
-from maslab.cli.console import COUNT, console
+from maslab.cli.console import COUNT, console, plain_table
 from maslab.llm.pool import ModelPool
 from maslab.store.records import AttributionRecord
 from maslab.store.run_store import existing_run
@@ -46,7 +46,7 @@ async def _attribute_all(args: argparse.Namespace) -> list[tuple[str, list[Attri
 
 def _table(found: list[tuple[str, list[AttributionRecord]]]) -> str:
     """Failures per method and role, most first, with their share of the method's."""
-    rows = [("method", "role", "failures", "share")]
+    rows = []
     for method, attributions in found:
         counts: Counter[str] = tally(attributions, "role")
         total = sum(counts.values())
@@ -54,15 +54,7 @@ def _table(found: list[tuple[str, list[AttributionRecord]]]) -> str:
             (method, role, str(n), f"{n / total:.0%}")
             for role, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         ]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return "".join(
-        "  ".join(
-            v.rjust(w) if i >= 2 else v.ljust(w)
-            for i, (v, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        + "\n"
-        for row in rows
-    )
+    return plain_table(("method", "role", "failures", "share"), rows, {"failures", "share"})
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -31,6 +31,23 @@ class _Console(Console):
 
 
 console = _Console(soft_wrap=True, emoji=False)  # a model spec like "forms:x:" stays text
+
+
+def plain_table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], right: Collection[str] = ()
+) -> str:
+    """Aligned plain columns under a header, a line each, the columns named in ``right``
+    right-aligned: what the commands print where a rich ``Table`` would measure every cell."""
+    lines = [tuple(headers), *map(tuple, rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    return "".join(
+        "  ".join(
+            v.rjust(w) if h in right else v.ljust(w)
+            for h, v, w in zip(headers, line, widths, strict=True)
+        ).rstrip()
+        + "\n"
+        for line in lines
+    )
 
 
 class Terminated(KeyboardInterrupt):

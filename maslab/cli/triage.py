@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from maslab.analysis.triage import SIGNALS, Flagged, assess, order
-from maslab.cli.console import COUNT, console
+from maslab.cli.console import COUNT, console, plain_table
 from maslab.errors import one_line
 from maslab.store.run_store import existing_run
 
@@ -71,16 +71,7 @@ def _cells(f: Flagged) -> tuple[str, ...]:
 
 def _rows(ranked: Sequence[Flagged]) -> str:
     """One aligned line per sample under a header (plain columns, as ``maslab show`` prints)."""
-    rows = [_HEADERS, *map(_cells, ranked)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
-    return "".join(
-        "  ".join(
-            v.rjust(w) if h in _RIGHT else v.ljust(w)
-            for h, v, w in zip(_HEADERS, row, widths, strict=True)
-        ).rstrip()
-        + "\n"
-        for row in rows
-    )
+    return plain_table(_HEADERS, map(_cells, ranked), _RIGHT)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
