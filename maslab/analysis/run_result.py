@@ -60,6 +60,7 @@ SAMPLE_COLUMNS: dict[str, type] = {
     "cached_completion_tokens": int,
     "tokens": int,
     "latency_s": float,
+    "queued_s": float,
     "elapsed_s": float,
     "scoring_calls": int,
     "scoring_tokens": int,
@@ -103,7 +104,8 @@ def sample_rows(
     no error for a finished one).
 
     ``tokens`` are the tokens the method used (spent plus replayed from the cache),
-    ``latency_s`` its model time and ``elapsed_s`` the sample's wall time; the scoring columns
+    ``latency_s`` the time its calls took (``queued_s`` of it queued at the server, where the
+    server said) and ``elapsed_s`` the sample's wall time; the scoring columns
     count an LLM judge's calls, which are not the method's cost.
     """
     run = run_columns(manifest, directory)
@@ -127,6 +129,7 @@ def sample_rows(
                 **{key: int(r.usage.get(key, 0)) for key in _COUNTS},
                 "tokens": r.tokens_used,
                 "latency_s": float(r.usage.get("latency_s", 0.0)),
+                "queued_s": float(r.usage.get("queued_s", 0.0)),
                 "elapsed_s": r.elapsed_s,
                 "scoring_calls": int(r.scoring_usage.get("calls", 0)),
                 "scoring_tokens": int(sum(r.scoring_usage.get(k, 0) for k in _TOKENS)),

@@ -231,6 +231,7 @@ class Summary:
     mean_completion_tokens: float
     mean_calls: float
     mean_latency_s: float
+    mean_queued_s: float
     mean_scoring_tokens: float
     total_served_tokens: int
     estimated_calls: int
@@ -261,6 +262,15 @@ class Summary:
             f"strict {self.strict_accuracy:.1%} [{lo:.1%}, {hi:.1%}], "
             f"{self.compliance:.1%} of samples in the instructed form"
         )
+
+    def describe_model_time(self) -> str:
+        """A sample's mean model time, the time its calls took, summed (calls made at once each
+        count): '2.40 s of model time'; where servers said how long requests waited before
+        being computed, that wait apart: '0.90 s of model time (and 1.50 s queued at the
+        server)'."""
+        queued = self.mean_queued_s
+        said = f" (and {queued:.2f} s queued at the server)" if queued >= 0.005 else ""
+        return f"{self.mean_latency_s - queued:.2f} s of model time{said}"
 
     def describe_truncation(self) -> str | None:
         """'1.20 replies cut at max_tokens per sample, in 3 of 5 samples (60.0%)'; None when no
@@ -443,6 +453,7 @@ def summarize(
         mean_completion_tokens=mean(_total(usages, _COMPLETION)),
         mean_calls=mean(_total(usages, ["calls"])),
         mean_latency_s=mean(_total(usages, ["latency_s"])),
+        mean_queued_s=mean(_total(usages, ["queued_s"])),
         mean_scoring_tokens=mean(_total(scoring, SPENT_KEYS + CACHED_KEYS)),
         total_served_tokens=round(_total(served, SPENT_KEYS)),
         estimated_calls=round(_total(usages + scoring, ["estimated_calls"])),

@@ -121,7 +121,7 @@ def print_summary(result: RunResult, label: str | None = None) -> None:
     console.print(
         f"  per sample: {s.mean_tokens:,.0f} tokens used ({s.mean_spent_tokens:,.0f} newly spent, "
         f"{s.mean_cached_tokens:,.0f} replayed from cache), {s.mean_calls:.1f} calls, "
-        f"{s.mean_latency_s:.2f} s of model time"
+        f"{s.describe_model_time()}"
         + (f"; scoring {s.mean_scoring_tokens:,.0f} tokens" if s.mean_scoring_tokens else "")
     )
     estimated = f" ({s.estimated_calls} calls estimated)" if s.estimated_calls else ""

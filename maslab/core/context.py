@@ -378,6 +378,7 @@ class Context:
         record.completion_tokens = completion.usage.completion_tokens
         record.estimated = completion.usage.estimated
         record.latency_s = completion.latency_s
+        record.queued_s = completion.queued_s
         record.cached = completion.cached
         record.response = completion.text
         record.finish_reason = completion.finish_reason

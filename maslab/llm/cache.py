@@ -177,7 +177,7 @@ class Cached(Middleware):
         key = request.fingerprint(self.namespace)
         hit = await self.cache.aget(key)
         if hit is not None:
-            return replace(hit, latency_s=0.0)
+            return replace(hit, latency_s=0.0, queued_s=0.0)
         completion = await self.inner.complete(request)
         self.cache.put(key, completion)
         return completion

@@ -22,6 +22,8 @@ class CallRecord:
     ``finish_reason``: why the reply ended, as the server said ("length": cut at max_tokens).
     ``tool_calls``: the functions the reply asked for (native tool calling).
     ``attempts``: requests the retry layer sent for the call (1 unless it retried).
+    ``queued_s``: of ``latency_s``, the wait at the server before the reply was computed (0
+    where the server does not say).
     """
 
     sample_id: str
@@ -31,6 +33,7 @@ class CallRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    queued_s: float = 0.0
     cached: bool = False
     estimated: bool = False
     error: str | None = None
@@ -62,6 +65,7 @@ class UsageTotals:
     cached_prompt_tokens: int = 0  # replayed from the response cache
     cached_completion_tokens: int = 0
     latency_s: float = 0.0
+    queued_s: float = 0.0
 
     @property
     def total_tokens(self) -> int:
@@ -90,6 +94,7 @@ def _totals(rows: list[CallRecord]) -> UsageTotals:
         cached_prompt_tokens=sum(r.prompt_tokens for r in cached),
         cached_completion_tokens=sum(r.completion_tokens for r in cached),
         latency_s=sum(r.latency_s for r in rows),
+        queued_s=sum(r.queued_s for r in rows),
     )
 
 

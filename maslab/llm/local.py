@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -188,8 +188,9 @@ class LocalModel(ChatModelBase):
             params["response_format"] = as_json_object(params["response_format"])
         return params
 
-    def _generate(self, engine: _Engine, request: ChatRequest) -> Completion:
-        """Runs on the model's worker thread; latency excludes the wait in its queue."""
+    def _generate(self, engine: _Engine, request: ChatRequest, submitted: float) -> Completion:
+        """Runs on the model's worker thread; the call's latency counts from ``submitted``
+        (``time.perf_counter()``), the wait in the model's queue as its ``queued_s``."""
         params = self._params(request)
         if "seed" not in params:  # reproducible sampling, keyed like the cache (stream and draw)
             params["seed"] = int(request.fingerprint(self.name)[:8], 16)
@@ -199,11 +200,17 @@ class LocalModel(ChatModelBase):
         except ValueError as exc:  # e.g. the prompt does not fit the context window
             error = ContextTooLong if says_context_too_long(str(exc)) else LLMError
             raise error(str(exc), model=self.name) from None
-        return completion_from_payload(payload, self.name, time.perf_counter() - started, request)
+        completion = completion_from_payload(
+            payload, self.name, time.perf_counter() - submitted, request
+        )
+        return replace(completion, queued_s=started - submitted)
 
     async def complete(self, request: ChatRequest) -> Completion:
         loop = asyncio.get_running_loop()
         engine = _ENGINES.get((self.path, self.n_ctx))
         if engine is None:  # the first call loads the model, off the loop
             engine = await loop.run_in_executor(None, _engine, self.path, self.n_ctx)
-        return await loop.run_in_executor(engine.worker, self._generate, engine, request)
+        submitted = time.perf_counter()
+        return await loop.run_in_executor(
+            engine.worker, self._generate, engine, request, submitted
+        )

@@ -181,11 +181,27 @@ def completion_from_payload(
         usage=Usage(counts[0], counts[1]) if exact else estimate_usage(request, written),
         model=str(data.get("model") or model),
         latency_s=latency,
+        queued_s=queued_at_server(data.get("timings"), latency),
         finish_reason=finish if isinstance(finish, str) else None,
         tool_calls=calls,
         logprobs=_logprobs(choice.get("logprobs")),
         raw=data,
     )
+
+
+def queued_at_server(timings: Any, latency: float) -> float:
+    """The part of a call's ``latency`` (seconds) it waited at the server before being
+    computed: the latency less the computing time a llama.cpp server reports in a reply's
+    ``timings`` (``prompt_ms`` and ``predicted_ms``); 0 where the reply has no such timings."""
+    if not isinstance(timings, dict):
+        return 0.0
+    computing = 0.0
+    for key in ("prompt_ms", "predicted_ms"):
+        ms = timings.get(key)
+        if isinstance(ms, bool) or not isinstance(ms, int | float):
+            return 0.0
+        computing += ms / 1000
+    return max(0.0, latency - computing)
 
 
 def _tool_calls(calls: Any, source: str) -> tuple[FunctionCall, ...]:

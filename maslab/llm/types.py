@@ -151,13 +151,17 @@ class Completion:
     ``finish_reason`` is the server's ("stop", "length" for a reply cut at ``max_tokens``,
     "tool_calls"); ``tool_calls`` are the functions the model asked for; ``logprobs`` the
     generated tokens' log probabilities, when the request asked for them; ``attempts`` the
-    requests the retry layer sent to get it (1 unless it retried; never cached).
+    requests the retry layer sent to get it (1 unless it retried; never cached). ``latency_s``
+    is the time the call took; ``queued_s`` the part of it the request waited at the server
+    before being computed, where that is known (a server that reports llama.cpp's ``timings``,
+    the embedded model's queue), else 0.
     """
 
     text: str
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     latency_s: float = 0.0
+    queued_s: float = 0.0
     cached: bool = False
     finish_reason: str | None = None
     tool_calls: tuple[FunctionCall, ...] = ()

@@ -482,7 +482,7 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
         f"accuracy {_accuracy(s)}",
         *filter(None, (s.describe_strict(), s.describe_truncation())),
         f"{s.budget_stopped} budget-stopped",
-        f"{s.mean_latency_s:.1f} s model time per sample",
+        f"{s.describe_model_time()} per sample",
         f"{s.mean_cached_tokens:,.0f} cached tokens per sample",
         f"{s.total_served_tokens:,} tokens served in all (scoring, superseded attempts and "
         f"optimisation included)",

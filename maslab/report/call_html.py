@@ -17,7 +17,8 @@ def call_html(call: TraceCall, known: int = 0) -> str:
         None if call.round is None else f"round {call.round}",
         call.model,
         f"{call.prompt_tokens} + {call.completion_tokens} tokens",
-        f"{call.latency_s:.2f} s",
+        f"{call.latency_s:.2f} s"
+        + (f" ({call.queued_s:.2f} s queued at the server)" if call.queued_s >= 0.005 else ""),
         "cached" if call.cached else None,
         "cut at max_tokens" if call.finish_reason == "length" else None,
         f"error: {call.error}" if call.error else None,

@@ -200,6 +200,9 @@ class TraceCall(_Part):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    queued_s: float = 0.0
+    """Of ``latency_s``, the wait at the server before the reply was computed (0 where the
+    server did not say, or before it was recorded)."""
     cached: bool = False
     estimated: bool = False
     """The server reported no token counts: the tokens are an estimate (False before it was

@@ -121,7 +121,10 @@ class FakeOpenAIServer:
     by 1-based request number and wins over rates. ``latency`` is seconds, a uniform ``(lo, hi)``
     range, or a callable. Random draws use ``random.Random(seed)``. ``report_usage=False``
     leaves token counts out of replies (as some servers do); ``served_*`` still count them.
-    ``echo_key`` echoes the Authorization header in errors and completions.
+    ``echo_key`` echoes the Authorization header in errors and completions. ``slots`` serves at
+    most that many requests at once, as llama.cpp's server does with ``--parallel``: the others
+    wait their turn before their latency starts, and every reply reports its computing time in
+    llama.cpp's ``timings`` (``prompt_ms`` and ``predicted_ms``).
     """
 
     def __init__(
@@ -138,6 +141,7 @@ class FakeOpenAIServer:
         api_key: str | None = None,
         report_usage: bool = True,
         echo_key: bool = False,
+        slots: int | None = None,
     ) -> None:
         self.script = script if isinstance(script, Script) else Script(script)
         self.latency = latency
@@ -147,6 +151,8 @@ class FakeOpenAIServer:
         self.api_key = api_key
         self.report_usage = report_usage
         self.echo_key = echo_key
+        self.slots = slots
+        self._slots: asyncio.Semaphore | None = None
         self.port: int | None = None
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -245,6 +251,7 @@ class FakeOpenAIServer:
 
     async def _serve(self) -> int:
         self._stopping = asyncio.Event()
+        self._slots = None if self.slots is None else asyncio.Semaphore(self.slots)
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
@@ -311,13 +318,18 @@ class FakeOpenAIServer:
     async def _chat(self, request: web.Request) -> web.Response:
         fault = self._arrive()
         try:
-            await self._wait(self._delay())
-            return await self._answer(request, fault)
+            async with self._slots or contextlib.nullcontext():
+                started = time.monotonic()
+                await self._wait(self._delay())
+                computing = time.monotonic() - started
+            return await self._answer(request, fault, computing)
         finally:
             with self._lock:
                 self.in_flight -= 1
 
-    async def _answer(self, request: web.Request, fault: str | None) -> web.Response:
+    async def _answer(
+        self, request: web.Request, fault: str | None, computing: float
+    ) -> web.Response:
         if denied := self._unauthorized(request):
             return denied
         try:
@@ -337,9 +349,11 @@ class FakeOpenAIServer:
         if self.echo_key:
             auth = request.headers.get("Authorization", "")
             reply = Reply(f"{auth}\n{reply.text}", reply.tool_calls, reply.finish_reason)
-        return self._completion(body.get("model") or self.model, chat, reply)
+        return self._completion(body.get("model") or self.model, chat, reply, computing)
 
-    def _completion(self, model: str, chat: ChatRequest, reply: Reply) -> web.Response:
+    def _completion(
+        self, model: str, chat: ChatRequest, reply: Reply, computing: float
+    ) -> web.Response:
         text, finish = _limit(reply.text, chat.stop, chat.max_tokens)
         if reply.tool_calls or reply.finish_reason:
             finish = reply.finish
@@ -358,14 +372,18 @@ class FakeOpenAIServer:
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
         }
-        body = {
+        body: dict[str, Any] = {
             "id": f"chatcmpl-fake-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         }
-        return _json({**body, "usage": usage} if self.report_usage else body)
+        if self.report_usage:
+            body["usage"] = usage
+        if self.slots is not None:  # llama.cpp's split of the computing time; here all of it
+            body["timings"] = {"prompt_ms": 0.0, "predicted_ms": computing * 1000}
+        return _json(body)
 
     async def _fault(self, request: web.Request, kind: str) -> web.Response:
         if kind == "429":

@@ -262,6 +262,7 @@ def test_summarize_costs():
     assert s.mean_prompt_tokens == pytest.approx((100 + 50 + 200) / 2)
     assert s.mean_completion_tokens == pytest.approx((20 + 10 + 40) / 2)
     assert (s.mean_calls, s.mean_latency_s) == pytest.approx((1.5, 0.5))
+    assert s.describe_model_time() == "0.50 s of model time"  # no server said it queued
     assert s.mean_scoring_tokens == pytest.approx((7 + 3 + 5) / 2)
     # spent only: method 360 + scoring 10 + superseded method 35 + superseded scoring 1
     assert s.total_served_tokens == 406
@@ -428,3 +429,13 @@ def test_a_long_error_is_cut_at_a_word_with_an_ellipsis():
     assert second == f"1 × {unbroken[: stats._CAUSE_CHARS - 2]}…"  # no word to cut at
     short = "LLMTimeout: m: no answer within 5s"
     assert summarize([failed("c", short)]).describe_errors() == f"1 × {short}"
+
+
+def test_time_queued_at_the_server_is_said_apart_from_model_time():
+    records = [
+        record("a", True, usage={"calls": 3, "latency_s": 1.2, "queued_s": 0.6}),
+        record("b", True, usage={"calls": 3, "latency_s": 0.8, "queued_s": 0.2}),
+    ]
+    s = summarize(records)
+    assert s.mean_queued_s == pytest.approx(0.4)
+    assert s.describe_model_time() == "0.60 s of model time (and 0.40 s queued at the server)"

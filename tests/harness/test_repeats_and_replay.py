@@ -90,7 +90,7 @@ def test_local_model_seeds_its_sampler_by_the_draw(tmp_path):
     model, engine = LocalModel(str(tmp_path / "m.gguf")), _Engine(Llama())
     base = ChatRequest(({"role": "user", "content": "hi"},), temperature=0.5)
     for seed, repeat, draw in ((0, 0, 0), (0, 0, 0), (0, 1, 0), (7, 0, 0), (0, 0, 1)):
-        model._generate(engine, base.with_draw(draw, f"{seed}\x1ft1\x1f{repeat}\x1fagent"))
+        model._generate(engine, base.with_draw(draw, f"{seed}\x1ft1\x1f{repeat}\x1fagent"), 0.0)
     assert seeds[0] == seeds[1] and len(set(seeds)) == 4
 
 

@@ -185,11 +185,11 @@ async def test_eight_concurrent_samples_keep_the_loop_responsive_and_outputs_int
     under_way: set[str] = set()  # the prompts whose generation is running (in llama's thread)
     generate = LocalModel._generate
 
-    def tracked(self: LocalModel, engine: object, request: ChatRequest) -> Completion:
+    def tracked(self: LocalModel, engine: Any, request: ChatRequest, submitted: float) -> Completion:
         prompt = request.messages[-1]["content"]
         under_way.add(prompt)
         try:
-            return generate(self, engine, request)
+            return generate(self, engine, request, submitted)
         finally:
             under_way.discard(prompt)
 

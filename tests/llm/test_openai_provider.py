@@ -401,3 +401,47 @@ def test_a_refused_connection_elsewhere_is_retried_as_any_connection_error():
     assert type(remote.connection_error(error, "down")) is LLMConnectionError
     local = OpenAIHTTP(Endpoint(base_url="http://[::1]:8000/v1"), "m", None, 1)
     assert type(local.connection_error(error, "down")) is ConnectionRefused
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_single_slot_servers_queueing_is_told_apart_from_model_time(transport):
+    # a llama.cpp-style server with one slot: three calls sent at once are computed one after
+    # another, and each reply's timings say how long it was computed
+    with FakeOpenAIServer(latency=0.2, slots=1) as server:
+        model = model_for(server, transport)
+        ctx = Context(model, sample_id="s1")
+        await asyncio.gather(*(ctx.chat(f"question {i}", agent=f"a{i}") for i in range(3)))
+        totals = ctx.usage
+        computing = totals.latency_s - totals.queued_s
+        assert computing == pytest.approx(0.6, abs=0.15)  # three calls of 0.2 s each
+        assert totals.queued_s > 0.3  # ideally 0 + 0.2 + 0.4: the later two waited
+        assert all(0 <= r.queued_s < r.latency_s for r in ctx.ledger.records)
+        await model.aclose()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_server_without_timings_has_no_queueing_said(transport):
+    with FakeOpenAIServer(latency=0.05) as server:
+        model = model_for(server, transport)
+        ctx = Context(model, sample_id="s1")
+        await asyncio.gather(*(ctx.chat(f"question {i}") for i in range(2)))
+        assert ctx.usage.queued_s == 0 and ctx.usage.latency_s > 0.09
+        await model.aclose()
+
+
+@pytest.mark.parametrize(
+    ("timings", "queued"),
+    [
+        ({"prompt_ms": 100, "predicted_ms": 400.0}, 0.5),
+        ({"prompt_ms": 900, "predicted_ms": 400}, 0.0),  # a clock that disagrees: never below 0
+        ({"prompt_ms": 100}, 0.0),
+        ({"prompt_ms": "100", "predicted_ms": 400}, 0.0),
+        ({"prompt_ms": True, "predicted_ms": 400}, 0.0),
+        ([100, 400], 0.0),
+        (None, 0.0),
+    ],
+)
+def test_queueing_is_the_latency_less_the_servers_computing_time(timings, queued):
+    from maslab.llm.openai_compat import queued_at_server
+
+    assert queued_at_server(timings, 1.0) == pytest.approx(queued)
