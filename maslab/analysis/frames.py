@@ -92,7 +92,7 @@ class Runs:
         for run in self.runs:
             s = run.summary
             accuracy, (low, high) = (s.accuracy, s.ci) if s.graded else (None, (None, None))
-            row = run_columns(run.manifest, run.dir)
+            row = run_columns(run.manifest, run.dir, run.scoring)
             row.update(
                 repeats=run.manifest.repeats,
                 n=s.n,
@@ -114,7 +114,7 @@ class Runs:
         from before signals were stored: the ones the record alone gives)."""
         rows = []
         for run in self.runs:
-            columns = run_columns(run.manifest, run.dir)
+            columns = run_columns(run.manifest, run.dir, run.scoring)
             for flagged in assess((record, None) for record in run.records):
                 rows.append({**columns, **record_row(flagged.record, flagged.signals)})
         return data_frame(rows, None, "samples_df()")
@@ -126,7 +126,7 @@ class Runs:
         the trace does not hold the extracted answers)."""
         rows = []
         for run in self.runs:
-            columns = run_columns(run.manifest, run.dir)
+            columns = run_columns(run.manifest, run.dir, run.scoring)
             traces = RunStore(run.dir).traces_of(record.key for record in run.records)
             for (task_id, repeat), trace in traces:
                 if trace is None:
@@ -144,11 +144,12 @@ class Runs:
         return data_frame(rows, list(MESSAGE_COLUMNS), "messages_df()")
 
 
-def load_runs(paths: str | Path | Iterable[str | Path]) -> Runs:
+def load_runs(paths: str | Path | Iterable[str | Path], scoring: str | None = None) -> Runs:
     """The runs in ``paths``: a run directory, a glob string (``"runs/gsm8k/*"``; its matches
-    sorted), or several of either, in the order given, each run once. A one-line
-    :class:`ConfigError` naming every path that is no run directory, or a glob that matches
-    nothing."""
+    sorted), or several of either, in the order given, each run once; with ``scoring`` (a label
+    of ``maslab score``), each run's records as that scoring scored them. A one-line
+    :class:`ConfigError` naming every path that is no run directory, a glob that matches
+    nothing, or a run without that scoring."""
     given = [paths] if isinstance(paths, str | Path) else list(paths)
     found: list[Path] = []
     for item in given:
@@ -168,4 +169,4 @@ def load_runs(paths: str | Path | Iterable[str | Path]) -> Runs:
             problems.append(str(exc))
     if problems:
         raise ConfigError(f"not runs: {'; '.join(problems)}")
-    return Runs(tuple(RunResult.read(store) for store in stores))
+    return Runs(tuple(RunResult.read(store, scoring) for store in stores))

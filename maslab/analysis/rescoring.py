@@ -13,7 +13,9 @@ sample's (the run's seed, task and repeat): each scoring line holds their spend,
 never the method's.
 
 :func:`scored_by` reads a run's records as a scoring scored them, which ``maslab show
---scoring``, ``maslab compare --scoring`` and ``maslab.load_run(..., scoring=...)`` show.
+--scoring``, ``compare --scoring``, ``report --scoring``, ``view --scoring``,
+``maslab.load_run(..., scoring=...)`` and ``maslab.load_runs(..., scoring=...)`` show;
+:func:`describe_scorings` says what each scoring of a run found, for ``show`` and the report.
 """
 
 from __future__ import annotations
@@ -117,6 +119,52 @@ def scored_by(store: RunStore, label: str, records: Sequence[ResultRecord]) -> l
     return [applied(r, scorings[r.key]) if r.key in scorings else r for r in records]
 
 
+def changed_verdicts(original: Sequence[ResultRecord], rescored: Sequence[ResultRecord]) -> int:
+    """Samples whose verdict a scoring changed, of those it scored (``rescored`` being
+    ``original`` as it scored them)."""
+    return sum(
+        a.correct != b.correct
+        for a, b in zip(original, rescored, strict=True)
+        if b.score is not None
+    )
+
+
+def describe_scoring(store: RunStore, label: str) -> str:
+    """'scoring LABEL: EVALUATOR (its options), not the run's EVALUATOR', for a run shown with
+    the verdicts of its scoring ``label``."""
+    by = store.scorings(label)[0]
+    options = ", ".join(f"{k}={v}" for k, v in by.evaluator_options.items())
+    return (
+        f"scoring {label}: {by.evaluator}" + (f" ({options})" if options else "")
+        + f", not the run's {store.manifest().evaluator}"
+    )  # fmt: skip
+
+
+def describe_scorings(store: RunStore, records: Sequence[ResultRecord]) -> list[str]:
+    """One line per scoring of the run in ``store``, ``records`` being its own verdicts:
+    'scoring llm_judge-3fa2b1 (llm_judge): 70.0% [54.6%, 81.9%], 4 of 40 verdicts changed',
+    or, for a scoring that has not scored every answered sample, how many it has."""
+    lines = []
+    by_label: dict[str, list[ScoringRecord]] = {}
+    for scoring in store.scorings():
+        by_label.setdefault(scoring.label, []).append(scoring)
+    answers = sum(map(answered, records))
+    for label, made in sorted(by_label.items()):
+        about = f"scoring {label} ({made[0].evaluator})"
+        try:
+            rescored = scored_by(store, label, records)
+        except ConfigError:  # it has not scored every answered sample yet
+            keys = {r.key for r in records if answered(r)}
+            scored = sum((s.task_id, s.repeat) in keys and s.score is not None for s in made)
+            lines.append(f"{about}: {scored} of {answers} answered samples scored so far")
+            continue
+        lines.append(
+            f"{about}: {summarize(rescored).describe_accuracy()}, "
+            f"{changed_verdicts(records, rescored)} of {answers} verdicts changed"
+        )
+    return lines
+
+
 @dataclass(frozen=True)
 class Rescoring:
     """What :func:`rescore_run` did: the run's ``original`` records, the same ``rescored`` by
@@ -133,11 +181,7 @@ class Rescoring:
     @property
     def changed(self) -> int:
         """Samples whose verdict the scoring changed (of those it scored)."""
-        return sum(
-            a.correct != b.correct
-            for a, b in zip(self.original, self.rescored, strict=True)
-            if b.score is not None
-        )
+        return changed_verdicts(self.original, self.rescored)
 
     @property
     def failed(self) -> int:

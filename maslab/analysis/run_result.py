@@ -34,6 +34,7 @@ RUN_COLUMNS: dict[str, type] = {
     "model": str,
     "split": str,
     "seed": int,
+    "scoring": str,
     "directory": str,
 }
 # the flat table's columns, in order, with the type of their non-empty values
@@ -74,14 +75,16 @@ def run_label(manifest: Manifest) -> str:
     return f"{manifest.method} · {manifest.benchmark} · {manifest.model}"
 
 
-def run_columns(manifest: Manifest, directory: Path) -> dict[str, Any]:
-    """The values of :data:`RUN_COLUMNS` for the run in ``directory``."""
+def run_columns(manifest: Manifest, directory: Path, scoring: str | None = None) -> dict[str, Any]:
+    """The values of :data:`RUN_COLUMNS` for the run in ``directory``, its verdicts those of
+    the scoring ``scoring`` (None: the run's own)."""
     return {
         "method": manifest.method,
         "benchmark": manifest.benchmark,
         "model": manifest.model,
         "split": manifest.split,
         "seed": manifest.seed,
+        "scoring": scoring,
         "directory": str(directory),
     }
 
@@ -97,18 +100,19 @@ def data_frame(rows: list[dict[str, Any]], columns: list[str] | None, what: str)
 
 
 def sample_rows(
-    manifest: Manifest, records: list[ResultRecord], directory: Path
+    manifest: Manifest, records: list[ResultRecord], directory: Path, scoring: str | None = None
 ) -> list[dict[str, Any]]:
     """One flat row per record of the run in ``directory``, with the columns of
     :data:`SAMPLE_COLUMNS` (None where a record has no value: no score for an errored sample,
-    no error for a finished one).
+    no error for a finished one); ``scoring`` names the scoring whose verdicts ``records``
+    carry (None: the run's own).
 
     ``tokens`` are the tokens the method used (spent plus replayed from the cache),
     ``latency_s`` the time its calls took (``queued_s`` of it queued at the server, where the
     server said) and ``elapsed_s`` the sample's wall time; the scoring columns
     count an LLM judge's calls, which are not the method's cost.
     """
-    run = run_columns(manifest, directory)
+    run = run_columns(manifest, directory, scoring)
     rows = []
     for r in records:
         score = r.score
@@ -197,7 +201,7 @@ class RunResult:
 
     def to_records(self) -> list[dict[str, Any]]:
         """One flat dict per sample (see :func:`sample_rows`)."""
-        return sample_rows(self.manifest, self.records, self.dir)
+        return sample_rows(self.manifest, self.records, self.dir, self.scoring)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample, the columns of :data:`SAMPLE_COLUMNS`; needs pandas."""

@@ -19,6 +19,7 @@ import orjson
 from maslab.analysis.frames import load_runs
 from maslab.analysis.run_result import SAMPLE_COLUMNS
 from maslab.cli.console import console, output_file
+from maslab.cli.reading import SCORING_HELP
 from maslab.errors import ConfigError
 from maslab.store.run_store import write_atomically
 
@@ -67,7 +68,7 @@ def _format(args: argparse.Namespace) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    runs = load_runs(args.runs)
+    runs = load_runs(args.runs, args.scoring)
     if args.output is None and len(runs) > 1:
         raise ConfigError(
             f"{len(runs)} runs make one table: name its file with -o FILE (or -o - for stdout)"
@@ -102,4 +103,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="file to write, '-' for stdout (default, for one run: samples.<format> in its "
         "directory)",
     )
+    p.add_argument("--scoring", metavar="LABEL", help=f"{SCORING_HELP}, in each run")
     p.set_defaults(func=cmd_export)

@@ -23,7 +23,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         existing_run(run)
     output_file(args.output)
     prices = _load_prices(args.prices) if args.prices else None
-    path = build_report(args.runs, args.output, prices=prices)
+    path = build_report(args.runs, args.output, prices=prices, scoring=args.scoring)
     console.print(f"report written to {path}")
     return 0
 
@@ -101,6 +101,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", type=Path)
     p.add_argument("-o", "--output", type=Path, default=Path("report.html"))
     p.add_argument("--prices", type=Path, help="YAML: model spec -> [USD per 1M in, out]")
+    p.add_argument("--scoring", metavar="LABEL", help=f"{SCORING_HELP}, in each run")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("show", help="a run's results, or one task's transcript")

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from maslab.cli.console import console, number
+from maslab.cli.reading import SCORING_HELP
 
 
 def cmd_view(args: argparse.Namespace) -> int:
@@ -17,7 +18,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     from maslab.viewer.app import serve
     from maslab.viewer.runs import Run
 
-    runs = [Run.open(i, path) for i, path in enumerate(args.runs)]
+    runs = [Run.open(i, path, args.scoring) for i, path in enumerate(args.runs)]
 
     def ready(url: str) -> None:
         count = f"{len(runs)} run{'s' * (len(runs) != 1)}"
@@ -38,4 +39,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", type=Path)
     p.add_argument("--port", type=number(int, 0, 65535), default=8765, help="0 picks a free port")
     p.add_argument("--no-browser", action="store_true", help="do not open a web browser")
+    p.add_argument("--scoring", metavar="LABEL", help=f"{SCORING_HELP}, in each run")
     p.set_defaults(func=cmd_view)

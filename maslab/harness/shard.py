@@ -6,8 +6,9 @@ round-robin: its k-th task (counting from 0) goes to shard ``k mod N + 1``. Each
 normal run directory whose manifest holds ``shard: [i, N]`` and its own task ids; every random
 draw is keyed by (run seed, task, repeat, draw), so a task's sample is the same in a shard as
 in the whole run. :func:`merge` streams the shards' results and traces, line by line, into one
-run directory, as if one run had written them: it builds it beside its place and moves it there
-once complete, so a merge cut short leaves no run that reads as valid.
+run directory, as if one run had written them, with the scorings (``maslab score``) and failure
+attributions (``maslab attribute``) made in the shards: it builds it beside its place and moves
+it there once complete, so a merge cut short leaves no run that reads as valid.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ import orjson
 from maslab.errors import ConfigError
 from maslab.store import trace_index
 from maslab.store.run_store import (
+    ATTRIBUTIONS,
     LEARNED_STATE,
     OPTIMIZATION,
     RESULTS,
+    SCORINGS,
     SUPERSEDED,
     TRACES,
     Key,
@@ -156,6 +159,7 @@ def merge(directories: Sequence[str | Path], out: str | Path, *, partial: bool =
     for store in stores:
         if any((store.dir / name).exists() for name in (OPTIMIZATION, LEARNED_STATE)):
             raise ConfigError(f"{store.dir} has an optimisation step: shards cannot merge it")
+    _check_scorings(stores)
     out = Path(out)
     _check_out(out, manifests[0].identity())
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -167,6 +171,22 @@ def merge(directories: Sequence[str | Path], out: str | Path, *, partial: bool =
     finally:
         shutil.rmtree(building, ignore_errors=True)  # what a failed merge left
     return out
+
+
+def _check_scorings(stores: Sequence[RunStore]) -> None:
+    """A one-line :class:`ConfigError` when two shards hold scorings under one label by
+    different evaluators or options (a label is one scoring of the merged run)."""
+    seen: dict[str, tuple[str, dict[str, object], Path]] = {}
+    for store in stores:
+        for scoring in store.scorings():
+            by = (scoring.evaluator, scoring.evaluator_options)
+            first = seen.setdefault(scoring.label, (*by, store.dir))
+            if first[:2] != by:
+                raise ConfigError(
+                    f"scoring {scoring.label!r} is {first[0]} with {first[1]} in {first[2]} but "
+                    f"{by[0]} with {by[1]} in {store.dir}: score one shard again under another "
+                    "--label before merging"
+                )
 
 
 def _write_merge(
@@ -195,14 +215,19 @@ def _write_merge(
         traces.open("wb") as trace_file,
         trace_index.index_path(traces).open("wb") as index,
         (out / SUPERSEDED).open("wb") as superseded,
+        (out / SCORINGS).open("wb") as scorings,
+        (out / ATTRIBUTIONS).open("wb") as attributions,
     ):
         for store, manifest in shards:
             planned = manifest.planned() or set()
             _copy(store.dir / RESULTS, planned, results, None)
             _copy(store.dir / SUPERSEDED, planned, superseded, None)
             _copy(store.dir / TRACES, planned, trace_file, index)
-    if not (out / SUPERSEDED).stat().st_size:
-        (out / SUPERSEDED).unlink()
+            _copy(store.dir / SCORINGS, planned, scorings, None)
+            _copy(store.dir / ATTRIBUTIONS, planned, attributions, None)
+    for optional in (SUPERSEDED, SCORINGS, ATTRIBUTIONS):
+        if not (out / optional).stat().st_size:
+            (out / optional).unlink()
 
 
 def _put_in_place(built: Path, out: Path) -> None:

@@ -211,6 +211,4 @@ class LocalModel(ChatModelBase):
         if engine is None:  # the first call loads the model, off the loop
             engine = await loop.run_in_executor(None, _engine, self.path, self.n_ctx)
         submitted = time.perf_counter()
-        return await loop.run_in_executor(
-            engine.worker, self._generate, engine, request, submitted
-        )
+        return await loop.run_in_executor(engine.worker, self._generate, engine, request, submitted)

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from maslab.analysis import trajectory
+from maslab.analysis.rescoring import describe_scoring, describe_scorings, scored_by
 from maslab.analysis.stats import Summary, summarize
 from maslab.core.roles import describe_model_roles
 from maslab.report import attribution_html, tools_html
@@ -36,6 +37,8 @@ from maslab.secrets import redact
 from maslab.store.records import (
     AttributionRecord,
     ChatTurn,
+    Key,
+    ScoringRecord,
     Trace,
     TraceCall,
     TraceMessage,
@@ -96,22 +99,34 @@ class _Run:
     figures: TraceFigures
     triage: Triage
     attributions: list[AttributionRecord]
+    scorings: list[str]
+    """What each scoring of the run (``maslab score``) found (:func:`describe_scorings`)."""
+    verdicts: dict[Key, list[ScoringRecord]]
+    """Each sample's scorings."""
+    scoring: str | None = None
+    """The scoring whose verdicts ``records`` carry; None: the run's own."""
     number: int = 0
     """Its row in the leaderboard, and its mark in the plots."""
     label: str = ""
 
 
-def _load(directory: str | Path, anchor: str) -> _Run:
-    """A run's manifest, records, summary, trace figures and triage; its traces are read one at
-    a time."""
+def _load(directory: str | Path, anchor: str, scoring: str | None) -> _Run:
+    """A run's manifest, records (as the scoring ``scoring`` scored them, if one is named),
+    summary, trace figures, triage and scorings; its traces are read one at a time."""
     store = RunStore(directory)
-    records, superseded = store.records()
+    own, superseded = store.records()
+    records = own if scoring is None else scored_by(store, scoring, own)
     records.sort(key=lambda r: r.key)
     summary = summarize(records, superseded=superseded, optimization=store.optimizations())
     figures = trace_figures(store, records)
     triage = report_triage.triage(records, figures.signals)
-    attributions = store.attributions()
-    return _Run(store, anchor, store.manifest(), records, summary, figures, triage, attributions)
+    verdicts: dict[Key, list[ScoringRecord]] = {}
+    for made in store.scorings():
+        verdicts.setdefault((made.task_id, made.repeat), []).append(made)
+    return _Run(
+        store, anchor, store.manifest(), records, summary, figures, triage, store.attributions(),
+        describe_scorings(store, own), verdicts, scoring,
+    )  # fmt: skip
 
 
 def _short_model(spec: str) -> str:
@@ -416,6 +431,7 @@ def _record(record: ResultRecord, trace: Trace, run: _Run, target: str) -> str:
         "Error": record.error,
         "Tools": tools_html.tool_counts(record),
         "Votes": tally,
+        "Scorings": scoring_verdicts(run.verdicts.get(record.key, [])),
     }
     parts = [
         "<dl>"
@@ -450,6 +466,23 @@ def _record(record: ResultRecord, trace: Trace, run: _Run, target: str) -> str:
         f'{report_triage.badges(fired)}</summary><span class="target" id="{target}"></span>'
         f"{''.join(parts)}</details>"
     )
+
+
+def _verdicts_by(run: _Run) -> str:
+    """Whose verdicts the run's section shows: its evaluator's, or a scoring's."""
+    if run.scoring is None:
+        return f"evaluator {run.manifest.evaluator}"
+    return describe_scoring(run.store, run.scoring)
+
+
+def scoring_verdicts(made: Sequence[ScoringRecord]) -> str | None:
+    """A sample's verdict in each scoring of its run: 'exact: wrong · judged: correct'."""
+    verdicts = [
+        f"{s.label}: "
+        + ("failed" if s.score is None else "correct" if s.score.correct else "wrong")
+        for s in sorted(made, key=lambda s: s.label)
+    ]
+    return " · ".join(verdicts) or None
 
 
 def _models(manifest: Manifest) -> str:
@@ -499,6 +532,7 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
         about.append(f"errors: {errors}")
     about.extend(m.describe_sandbox())
     about.extend(m.describe_caps())
+    about.extend(run.scorings)
     if tasks > max_tasks:
         flagged = ", those of flagged samples first" if run.triage.ranked else ""
         about.append(f"showing {max_tasks} of {tasks} tasks{flagged}")
@@ -506,7 +540,7 @@ def _section(run: _Run, max_tasks: int, prices: Prices | None) -> Iterator[str]:
         f'<section id="{run.anchor}"><h2>{_badge(run)} {escape(run.label)} · '
         f"{escape(m.benchmark)} ({escape(m.split)}) · {escape(_models(m))}</h2>"
         f'<p class="muted">{escape(" · ".join(about))}<br>'
-        f"<code>{escape(str(run.store.dir))}</code> · evaluator {escape(m.evaluator)}</p>"
+        f"<code>{escape(str(run.store.dir))}</code> · {escape(_verdicts_by(run))}</p>"
         f"{_topologies(run)}{_agent_shares(run.figures.agents)}{_rounds(run.figures.rounds)}"
     )
     targets = {r.key: f"{run.anchor}-sample-{i}" for i, r in enumerate(records)}
@@ -534,6 +568,7 @@ def build_report(
     *,
     prices: Prices | None = None,
     max_tasks: int = 200,
+    scoring: str | None = None,
 ) -> Path:
     """Write one self-contained HTML report over ``run_dirs`` to ``out`` and return its path.
 
@@ -543,8 +578,11 @@ def build_report(
         prices: Model spec -> USD per 1M (prompt, completion) tokens; each model's tokens used
             by the method (spent or replayed) are priced at its own price. None: costs show "—".
         max_tasks: How many tasks the per-sample drill-down shows per run.
+        scoring: A label of ``maslab score``: every run's verdicts are its scoring's (a
+            one-line :class:`~maslab.errors.ConfigError` for a run without it). None: each
+            run's own; its scorings are summed up in its section either way.
     """
-    loaded = (_load(directory, f"run-{i}") for i, directory in enumerate(run_dirs))
+    loaded = (_load(directory, f"run-{i}", scoring) for i, directory in enumerate(run_dirs))
     runs = sorted(loaded, key=lambda run: -run.summary.accuracy)
     labels = run_labels([run.manifest for run in runs], [run.store.dir for run in runs])
     runs = [
@@ -560,11 +598,13 @@ def build_report(
 
 
 def _page(runs: Sequence[_Run], max_tasks: int, prices: Prices | None) -> Iterator[str]:
+    scoring = next((run.scoring for run in runs if run.scoring), None)
+    verdicts = f" · the verdicts of scoring {escape(scoring)}" if scoring else ""
     yield (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>maslab report</title><style>{_CSS}{report_triage.CSS}{tools_html.CSS}</style>"
         "</head><body>"
-        f'<h1>maslab report</h1><p class="muted">{len(runs)} runs</p>'
+        f'<h1>maslab report</h1><p class="muted">{len(runs)} runs{verdicts}</p>'
         f"<h2>Leaderboard</h2>{_leaderboard(runs, prices)}{_pictures(runs)}"
     )
     for run in runs:

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from maslab.analysis.rescoring import scored_by
+from maslab.analysis.rescoring import describe_scoring, describe_scorings, scored_by
 from maslab.analysis.stats import summarize
 from maslab.core.roles import describe_model_roles
 from maslab.errors import ConfigError, one_line
@@ -36,11 +36,11 @@ def show_run(
 ) -> None:
     """The run's summary and one row per sample; ``prices`` (model -> USD per 1M prompt and
     completion tokens) adds the cost per sample, each model at its own price; ``scoring`` (a
-    label of ``maslab score``) shows that scoring's verdicts instead of the run's own."""
+    label of ``maslab score``) shows that scoring's verdicts instead of the run's own. Each
+    scoring of the run is summed up in a line (:func:`describe_scorings`)."""
     manifest = store.manifest()
-    records, superseded = store.records()
-    records = _scored(store, scoring, records)
-    records.sort(key=lambda r: r.key)
+    own, superseded = store.records()
+    records = sorted(_scored(store, scoring, own), key=lambda r: r.key)
     s = summarize(records, superseded=superseded, optimization=store.optimizations())
     console.print(
         f"[bold]{manifest.method}[/] on [bold]{manifest.benchmark}[/] with {manifest.model}: "
@@ -49,13 +49,9 @@ def show_run(
         f"spent) · {s.total_served_tokens:,} served in all"
     )
     if scoring is not None:
-        by = store.scorings(scoring)[0]
-        options = ", ".join(f"{k}={v}" for k, v in by.evaluator_options.items())
-        console.print(
-            f"scoring {escape(scoring)}: {escape(by.evaluator)}"
-            + (f" ({escape(options)})" if options else "")
-            + f", not the run's {escape(manifest.evaluator)}"
-        )
+        console.print(escape(describe_scoring(store, scoring)))
+    for line in describe_scorings(store, own):
+        console.print(escape(line))
     if strict := s.describe_strict():
         console.print(strict)
     if truncation := s.describe_truncation():

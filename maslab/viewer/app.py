@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import errno
 from collections.abc import Awaitable, Callable, Sequence
+from html import escape
 from urllib.parse import parse_qsl
 
 from aiohttp import web
@@ -79,8 +80,11 @@ async def index(request: web.Request) -> web.Response:
     found = await _found(filters.runs(runs), filters.q) if filters.q else None
     rows = select(runs, filters, found)
     signals = _signals(runs)
+    scoring = next((run.scoring for run in runs if run.scoring), None)
+    verdicts = f" · the verdicts of scoring {escape(scoring)}" if scoring else ""
     body = (
-        f'<h1>maslab view</h1><p class="muted">{len(runs)} run{"s" * (len(runs) != 1)}</p>'
+        f'<h1>maslab view</h1><p class="muted">{len(runs)} run{"s" * (len(runs) != 1)}'
+        f"{verdicts}</p>"
         f"<h2>Leaderboard</h2>{pages.leaderboard(runs)}"
         f"<h2>Samples</h2>{pages.filter_form(runs, filters, signals)}"
         f"{pages.sample_list(rows, filters, signals, found)}"

@@ -15,7 +15,14 @@ from urllib.parse import urlencode
 from maslab.analysis.stats import Summary
 from maslab.analysis.trajectory import has_answers, round_answers
 from maslab.core.roles import describe_model_roles
-from maslab.report import attribution_html, breakable, describe_votes, one_line, tools_html
+from maslab.report import (
+    attribution_html,
+    breakable,
+    describe_votes,
+    one_line,
+    scoring_verdicts,
+    tools_html,
+)
 from maslab.report.call_html import call_html
 from maslab.report.triage import OUTCOMES, outcome
 from maslab.store.records import Key, ResultRecord, Trace, TraceMessage, TraceTool
@@ -361,6 +368,7 @@ def transcript(
         "Usage": f"{record.tokens_used:,} tokens in {int(record.usage.get('calls', 0))} calls, "
         f"{record.elapsed_s:.1f} s",
         "Tools": tools_html.tool_counts(record),
+        "Scorings": scoring_verdicts(run.verdicts.get(record.key, [])),
     }
     parts = [
         _nav(back, neighbours),

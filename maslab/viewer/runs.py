@@ -9,10 +9,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from maslab.analysis.rescoring import scored_by
 from maslab.analysis.stats import Summary, summarize
+from maslab.errors import ConfigError
 from maslab.report import run_labels
 from maslab.store import trace_index
-from maslab.store.records import RESULTS, TRACES, Key, Manifest, ResultRecord, Trace
+from maslab.store.records import (
+    RESULTS,
+    SCORINGS,
+    TRACES,
+    Key,
+    Manifest,
+    ResultRecord,
+    ScoringRecord,
+    Trace,
+)
 from maslab.store.run_store import RunStore, existing_run
 from maslab.viewer.search import Snippet
 
@@ -44,31 +55,49 @@ class Run:
     store: RunStore
     manifest: Manifest
     label: str = ""
+    scoring: str | None = None
+    """The scoring (``maslab score``) whose verdicts ``records`` carry; None: the run's own."""
+    verdicts: dict[Key, list[ScoringRecord]] = field(default_factory=dict)
+    """Each sample's scorings."""
     records: list[ResultRecord] = field(default_factory=list)
     summary: Summary = field(default_factory=lambda: summarize([]))
     signals: set[str] = field(default_factory=set)
     """The names of the signals that fired on some record."""
     _by_key: dict[Key, ResultRecord] = field(default_factory=dict)
-    _results_stamp: tuple[int, int] = (-2, -2)
+    _results_stamp: tuple[int, ...] = (-2, -2)
     _index: dict[Key, trace_index.Entry] | None = None
     _traces_stamp: tuple[int, int] = (-2, -2)
     _searches: OrderedDict[str, dict[Key, Snippet]] = field(default_factory=OrderedDict)
 
     @classmethod
-    def open(cls, number: int, path: str | Path) -> Run:
-        """The run in ``path`` with its records read; a one-line ConfigError if it is none."""
+    def open(cls, number: int, path: str | Path, scoring: str | None = None) -> Run:
+        """The run in ``path`` with its records read, as its scoring ``scoring`` scored them if
+        one is named; a one-line ConfigError if it is no run, or has no such scoring."""
         store = existing_run(path)
-        run = cls(number, str(path), store, store.manifest(), label=str(path))
+        run = cls(number, str(path), store, store.manifest(), str(path), scoring)
         run.refresh()
         return run
 
     def refresh(self) -> None:
-        """Read the records again if ``results.jsonl`` changed (a run still going)."""
-        stamp = _stamp(self.store.dir / RESULTS)
+        """Read the records again if ``results.jsonl`` or ``scorings.jsonl`` changed (a run
+        still going, a scoring made meanwhile). Shown with a scoring that has not scored the
+        run's new samples yet, the run stays as it was (a one-line ConfigError the first
+        time)."""
+        stamp = (*_stamp(self.store.dir / RESULTS), *_stamp(self.store.dir / SCORINGS))
         if stamp == self._results_stamp:
             return
         records, superseded = self.store.records()
+        if self.scoring is not None:
+            try:
+                records = scored_by(self.store, self.scoring, records)
+            except ConfigError:
+                if not self.records:
+                    raise
+                return
         records.sort(key=lambda r: r.key)
+        self.verdicts = {}
+        for made in self.store.scorings():
+            self.verdicts.setdefault((made.task_id, made.repeat), []).append(made)
         optimization = self.store.optimizations()
         self.records = records
         self.summary = summarize(records, superseded=superseded, optimization=optimization)

@@ -57,8 +57,9 @@ def test_a_glob_reads_the_runs_in_name_order_and_a_run_once(runs_dir, runs):
 def test_runs_df_has_one_row_per_run(runs):
     frame = runs.runs_df()
     assert list(frame.columns) == [
-        "method", "benchmark", "model", "split", "seed", "repeats", "n", "accuracy", "ci_low",
-        "ci_high", "tokens_per_sample", "calls_per_sample", "errors", "budget_stops", "directory",
+        "method", "benchmark", "model", "split", "seed", "scoring", "repeats", "n", "accuracy",
+        "ci_low", "ci_high", "tokens_per_sample", "calls_per_sample", "errors", "budget_stops",
+        "directory",
     ]  # fmt: skip
     debate, vanilla, measuring = (row for _, row in frame.iterrows())
     assert (debate["method"], debate["n"], debate["accuracy"]) == ("llm_debate", 5, 0.6)

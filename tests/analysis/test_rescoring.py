@@ -5,22 +5,28 @@ beside the run, whose files stay as they were, and a second invocation scores no
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from html import unescape
 
 import orjson
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 from helpers import lines
 
 import maslab
 from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
-from maslab.errors import RequestRejected
+from maslab.errors import ConfigError, RequestRejected
 from maslab.llm import registry
 from maslab.llm.registry import register_provider
 from maslab.llm.scripted import ScriptedModel, last_user_message
 from maslab.llm.types import ChatRequest
 from maslab.store.records import MANIFEST, RESULTS, SCORINGS, TRACES
 from maslab.store.run_store import RunStore
+from maslab.viewer.app import make_app
+from maslab.viewer.runs import Run
 
 TASKS = get_benchmark("arith")().load(limit=4)
 GOLD = {task.id: int(task.gold or 0) for task in TASKS}
@@ -202,3 +208,61 @@ def test_data_changed_since_the_run_is_refused(judge, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the data of arith test changed since the run" in err
     assert not (run.dir / SCORINGS).exists()
+
+
+def test_report_frames_export_and_the_viewer_read_a_scoring(judge, tmp_path, capsys):
+    run = scripted_run(tmp_path)
+    assert main(["score", str(run.dir), "--evaluator", "exact"]) == 0
+    capsys.readouterr()
+
+    assert main(["show", str(run.dir)]) == 0  # the run's own verdicts, its scorings summed up
+    out = capsys.readouterr().out
+    assert "scoring exact (exact): 25.0% [" in out and "1 of 3 verdicts changed" in out
+
+    own = tmp_path / "own.html"
+    assert main(["report", str(run.dir), "-o", str(own)]) == 0
+    html = unescape(own.read_text())
+    assert "scoring exact (exact): 25.0% [" in html and "evaluator numeric" in html
+    assert "<dt>Scorings</dt><dd>exact: wrong</dd>" in html  # task 1: 13.0, right by value
+    rescored = tmp_path / "rescored.html"
+    assert main(["report", str(run.dir), "--scoring", "exact", "-o", str(rescored)]) == 0
+    html = unescape(rescored.read_text())
+    assert "the verdicts of scoring exact" in html
+    assert "scoring exact: exact, not the run's numeric" in html and "accuracy 25.0% [" in html
+    capsys.readouterr()
+    assert main(["report", str(run.dir), "--scoring", "judged", "-o", str(rescored)]) == 2
+    assert "has no scoring 'judged' (its scorings: exact)" in capsys.readouterr().err
+
+    frames = maslab.load_runs([run.dir], scoring="exact")
+    assert frames.runs_df()["accuracy"].tolist() == [0.25]
+    samples = frames.samples_df()
+    assert samples["score_correct"].tolist() == [True, False, False, None]
+    assert set(samples["scoring"]) == {"exact"}
+    assert set(maslab.load_runs([run.dir]).samples_df()["scoring"].isna()) == {True}
+
+    assert main(["export", str(run.dir), "--scoring", "exact", "-o", "-"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [row["correct"] for row in rows] == ["True", "False", "False", "False"]
+    assert {row["scoring"] for row in rows} == {"exact"}
+
+
+@pytest.fixture
+def scored(judge, tmp_path) -> maslab.RunResult:
+    """The scripted run, scored again by ``exact``."""
+    run = scripted_run(tmp_path)
+    assert main(["score", str(run.dir), "--evaluator", "exact"]) == 0
+    return run
+
+
+async def test_the_viewer_shows_a_scorings_verdicts(scored):
+    run = scored
+    with pytest.raises(ConfigError, match="has no scoring 'judged'"):
+        Run.open(0, run.dir, "judged")
+    runs = [Run.open(0, run.dir, "exact")]
+    async with TestClient(TestServer(make_app(runs))) as client:
+        index = unescape(await (await client.get("/")).text())
+        task = TASKS[1].id
+        sample = unescape(await (await client.get(f"/sample?run=0&task={task}&repeat=0")).text())
+    assert "the verdicts of scoring exact" in index and "25.0% [" in index
+    assert '<span class="tag wrong">wrong</span>' in sample
+    assert "<dt>Scorings</dt><dd>exact: wrong</dd>" in sample

@@ -3,13 +3,16 @@ records and traces as the whole run."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 
 from maslab.cli import main
 from maslab.harness import shard
 from maslab.harness.shard import shard_tasks
+from maslab.store.records import ATTRIBUTIONS, AttributionRecord
 from maslab.store.run_store import RunStore
 
 # dylan draws its agents' order from ctx.rng, so its prompts show whether the draws match
@@ -193,3 +196,43 @@ def test_a_merge_cut_short_leaves_no_run_that_reads_as_valid(
     assert merge(out, *shards) == 1
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["merged"]
+
+
+def test_scorings_and_attributions_made_in_shards_are_merged(
+    shards: list[Path], tmp_path: Path, capsys
+) -> None:
+    copies = [tmp_path / s.name for s in shards]
+    for source, copy in zip(shards, copies, strict=True):
+        shutil.copytree(source, copy)
+        assert main(["score", str(copy), "--evaluator", "exact"]) == 0
+    first = RunStore(copies[0]).results()[0]
+    blamed = AttributionRecord(task_id=first.task_id, repeat=first.repeat, strategy="all_at_once",
+                               judge="scripted:echo", agent="a", step=0, steps=3)  # fmt: skip
+    (copies[0] / ATTRIBUTIONS).write_bytes(orjson.dumps(blamed.model_dump()) + b"\n")
+    capsys.readouterr()
+
+    out = tmp_path / "merged"
+    assert merge(out, *copies) == 0
+    merged = RunStore(out)
+    assert {s.key for s in merged.scorings("exact")} == {
+        s.key for copy in copies for s in RunStore(copy).scorings("exact")
+    }
+    assert len(merged.scorings("exact")) == len(merged.results()) == 14
+    assert merged.attributions() == [blamed]
+    assert main(["show", str(out), "--scoring", "exact"]) == 0
+    assert "scoring exact: exact, not the run's numeric" in capsys.readouterr().out
+
+
+def test_shards_scored_differently_under_one_label_are_refused(
+    shards: list[Path], tmp_path: Path, capsys
+) -> None:
+    copies = [tmp_path / s.name for s in shards]
+    for source, copy in zip(shards, copies, strict=True):
+        shutil.copytree(source, copy)
+    assert main(["score", str(copies[0]), "--evaluator", "exact", "--label", "x"]) == 0
+    assert main(["score", str(copies[1]), "--evaluator", "numeric", "--label", "x"]) == 0
+    capsys.readouterr()
+    assert merge(tmp_path / "merged", *copies) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "scoring 'x' is exact with {} in " in err
+    assert not (tmp_path / "merged").exists()

@@ -185,7 +185,9 @@ async def test_eight_concurrent_samples_keep_the_loop_responsive_and_outputs_int
     under_way: set[str] = set()  # the prompts whose generation is running (in llama's thread)
     generate = LocalModel._generate
 
-    def tracked(self: LocalModel, engine: Any, request: ChatRequest, submitted: float) -> Completion:
+    def tracked(
+        self: LocalModel, engine: Any, request: ChatRequest, submitted: float
+    ) -> Completion:
         prompt = request.messages[-1]["content"]
         under_way.add(prompt)
         try:

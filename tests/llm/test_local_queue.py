@@ -24,9 +24,7 @@ async def test_calls_waiting_for_the_models_thread_are_counted_as_queued(tmp_pat
     model = LocalModel(str(tmp_path / "m.gguf"))
     monkeypatch.setitem(local._ENGINES, (model.path, model.n_ctx), local._Engine(SlowLlama()))
     requests = [ChatRequest(({"role": "user", "content": f"q{i}"},)) for i in range(3)]
-    replies = sorted(
-        await asyncio.gather(*map(model.complete, requests)), key=lambda c: c.queued_s
-    )
+    replies = sorted(await asyncio.gather(*map(model.complete, requests)), key=lambda c: c.queued_s)
     computing = [c.latency_s - c.queued_s for c in replies]
     assert all(0.09 < seconds < 0.5 for seconds in computing)
     # one after another: each call waited for the computing of every call before it
