@@ -36,6 +36,7 @@ from maslab.core.context import Context
 from maslab.core.task import Task
 from maslab.errors import ConfigError
 from maslab.llm.pool import ModelPool
+from maslab.llm.registry import options_identity
 from maslab.sandbox import IsolationMissing, isolation_refusal, unsafe_no_sandbox
 from maslab.store.records import (
     CACHED_KEYS,
@@ -59,12 +60,14 @@ def scored_options(evaluator: Evaluator) -> dict[str, object]:
 
 def default_label(evaluator: Evaluator) -> str:
     """The evaluator's name, with the first 6 hex digits of a hash of its options when they
-    are not its defaults (a judge model has none): ``exact``, ``llm_judge-3fa2b1``."""
+    are not its defaults (a judge model has none): ``exact``, ``llm_judge-3fa2b1``. A judge is
+    hashed as a run's identity names it (a server of this machine on any port, the same)."""
     options = scored_options(evaluator)
     defaults = config_defaults(evaluator.Config)
     if all(key in defaults and defaults[key] == value for key, value in options.items()):
         return evaluator.name
-    digest = hashlib.sha256(orjson.dumps(options, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    named = options_identity(options)
+    digest = hashlib.sha256(orjson.dumps(named, option=orjson.OPT_SORT_KEYS)).hexdigest()
     return f"{evaluator.name}-{digest[:6]}"
 
 
@@ -240,8 +243,8 @@ async def rescore_run(
     with store.scoring() as append:
         records = store.results()
         earlier = store.scorings(label)
-        if other := next((s for s in earlier if (s.evaluator, s.evaluator_options)
-                          != (evaluator.name, options)), None):  # fmt: skip
+        if other := next((s for s in earlier if (s.evaluator, options_identity(s.evaluator_options))
+                          != (evaluator.name, options_identity(options))), None):  # fmt: skip
             raise ConfigError(
                 f"{store.dir}: scoring {label!r} holds scores by {other.evaluator} with "
                 f"{other.evaluator_options}: name this one with another --label"

@@ -23,6 +23,7 @@ from typing import IO, TypeVar
 import orjson
 
 from maslab.errors import ConfigError
+from maslab.llm.registry import options_identity
 from maslab.store import trace_index
 from maslab.store.run_store import (
     ATTRIBUTIONS,
@@ -179,7 +180,7 @@ def _check_scorings(stores: Sequence[RunStore]) -> None:
     seen: dict[str, tuple[str, dict[str, object], Path]] = {}
     for store in stores:
         for scoring in store.scorings():
-            by = (scoring.evaluator, scoring.evaluator_options)
+            by = (scoring.evaluator, options_identity(scoring.evaluator_options))
             first = seen.setdefault(scoring.label, (*by, store.dir))
             if first[:2] != by:
                 raise ConfigError(

@@ -12,8 +12,20 @@ import time
 from typing import Any
 
 from maslab.defaults import REQUEST_TIMEOUT_S
-from maslab.errors import ConfigError, LLMConnectionError, LLMError, LLMTimeout
-from maslab.llm.openai_compat import causes, completion_from_payload, error_for_status
+from maslab.errors import (
+    ConfigError,
+    ConnectionRefused,
+    LLMConnectionError,
+    LLMError,
+    LLMTimeout,
+)
+from maslab.llm.openai_compat import (
+    REFUSED,
+    causes,
+    completion_from_payload,
+    error_for_status,
+    refused_here,
+)
 from maslab.llm.types import ChatModelBase, ChatRequest, Completion, Feature
 from maslab.secrets import register_environment_secrets
 
@@ -52,12 +64,24 @@ def check_keys(model: str) -> None:
         )
 
 
+def _requested_url(exc: BaseException) -> str:
+    """The URL of the HTTP request under ``exc`` (the innermost cause that holds one: litellm's
+    own exceptions hold a placeholder), or ""."""
+    for cause in reversed(list(causes(exc))):
+        if (url := getattr(getattr(cause, "request", None), "url", None)) is not None:
+            return str(url)
+    return ""
+
+
 def _as_llm_error(exc: Exception, model: str) -> LLMError:
     """Map a litellm exception by kind, from it or its causes (litellm gives a timeout status 408
-    and a refused connection status 500), else by its HTTP status."""
+    and a refused connection status 500), else by its HTTP status. A connection a server of this
+    machine refused is :class:`ConnectionRefused`, not retried."""
     kinds = list(causes(exc))
     if any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in kinds):
         return LLMTimeout(str(exc), model=model)
+    if refused_here(exc, _requested_url(exc)):
+        return ConnectionRefused(REFUSED, model=model)
     if any(isinstance(e, ConnectionError) or "Connect" in type(e).__name__ for e in kinds):
         return LLMConnectionError(str(exc), model=model)
     status = getattr(exc, "status_code", None)

@@ -63,6 +63,16 @@ def is_loopback(url: str) -> bool:
     return address.is_loopback or address.is_unspecified
 
 
+REFUSED = "connection refused: nothing listens there; start its server, or fix the URL"
+
+
+def refused_here(exc: BaseException, url: str) -> bool:
+    """Whether ``exc`` is a connection to ``url``, on this machine, refused: nothing listens
+    there, and no retry will change that before someone starts a server."""
+    refused = any(getattr(e, "errno", None) == errno.ECONNREFUSED for e in causes(exc))
+    return refused and is_loopback(url)
+
+
 def causes(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and the exceptions it was raised from, innermost last."""
     seen: set[int] = set()
@@ -281,12 +291,8 @@ class OpenAITransport(ChatModelBase):
     def connection_error(self, exc: Exception, message: str) -> LLMConnectionError:
         """``exc``, a failure to connect, as a typed error: :class:`ConnectionRefused` (not
         retried) when a server on this machine refused it, else :class:`LLMConnectionError`."""
-        refused = any(getattr(e, "errno", None) == errno.ECONNREFUSED for e in causes(exc))
-        if refused and is_loopback(self.endpoint.base_url):
-            return ConnectionRefused(
-                "connection refused: nothing listens there; start its server, or fix the URL",
-                model=self.name,
-            )
+        if refused_here(exc, self.endpoint.base_url):
+            return ConnectionRefused(REFUSED, model=self.name)
         return LLMConnectionError(message, model=self.name)
 
     def params(self, request: ChatRequest) -> dict[str, Any]:

@@ -13,9 +13,10 @@ prefix, its object the factory; see :mod:`maslab.plugins`).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from maslab.defaults import ENDPOINT_MAX_CONCURRENCY
@@ -124,6 +125,13 @@ def model_identity(spec: str) -> str:
     return f"openai:{model}@{host}" if host else spec
 
 
+def options_identity(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` (an evaluator's), each one that is a model spec (a judge's) as
+    :func:`model_identity` names it: a judge served on another port of this machine scores as
+    the same judge."""
+    return {k: model_identity(v) if isinstance(v, str) else v for k, v in options.items()}
+
+
 @register_provider("openai")
 def _openai(name: str, settings: ModelSettings) -> ChatModelBase:
     """OpenAI or any OpenAI-compatible server: an endpoints-file alias, or <model>@<URL>."""
@@ -189,6 +197,9 @@ def load_model(
     ``native=False`` hides what the model does natively (structured output, tools), so every
     method asks for JSON in text, as with a server that does neither. ``concurrency`` caps the
     requests in flight to each endpoint that sets no ``max_concurrency`` (a run passes its own).
+    The cache keys its replies by the model as a run's identity names it (:func:`model_identity`:
+    a server of this machine restarted on another port replays the same replies), or, for an
+    endpoints alias, by the servers behind it.
     """
     provider, name = parse_spec(spec)
     settings = ModelSettings(endpoints_table(endpoints), concurrency)
@@ -201,7 +212,8 @@ def load_model(
     if cache is not None:
         store = ResponseCache(cache) if isinstance(cache, (str, Path)) else cache
         served = _served_by(provider, name, settings)
-        model = Cached(model, store, namespace=f"{spec} ({served})" if served else spec)
+        namespace = f"{spec} ({served})" if served else model_identity(spec)
+        model = Cached(model, store, namespace=namespace)
     return model
 
 

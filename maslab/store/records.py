@@ -54,7 +54,7 @@ from maslab import defaults
 from maslab.bench.evaluation import Score
 from maslab.config_files import validation_message
 from maslab.errors import ConfigError
-from maslab.llm.registry import model_identity
+from maslab.llm.registry import model_identity, options_identity
 from maslab.version import __version__
 
 FORMAT_VERSION = 1
@@ -374,14 +374,16 @@ class Manifest(BaseModel):
     )  # fmt: skip
 
     def identity(self) -> dict[str, Any]:
-        """The :data:`IDENTITY` fields, each model spec (the run's and its roles') as
-        :func:`~maslab.llm.registry.model_identity` names it."""
+        """The :data:`IDENTITY` fields, each model spec (the run's, its roles' and its
+        evaluator's judge) as :func:`~maslab.llm.registry.model_identity` names it."""
         return {k: self._identity_value(k) for k in self.IDENTITY}
 
     def _identity_value(self, key: str) -> Any:
         value = getattr(self, key)
         if key == "model":
             return model_identity(value)
+        if key == "evaluator_options":
+            return options_identity(value)
         if key == "model_roles":
             return {
                 name: {**entry, "model": model_identity(entry["model"])} if "model" in entry

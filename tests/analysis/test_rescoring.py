@@ -266,3 +266,15 @@ async def test_the_viewer_shows_a_scorings_verdicts(scored):
     assert "the verdicts of scoring exact" in index and "25.0% [" in index
     assert '<span class="tag wrong">wrong</span>' in sample
     assert "<dt>Scorings</dt><dd>exact: wrong</dd>" in sample
+
+
+def test_a_judge_on_another_port_of_this_machine_is_the_same_label():
+    from maslab.analysis.rescoring import default_label
+    from maslab.bench.evaluation import get_evaluator
+
+    judge = get_evaluator("llm_judge")
+    here, restarted = (
+        judge(judge=f"openai:j@http://{at}/v1") for at in ("127.0.0.1:8001", "localhost:9000")
+    )
+    elsewhere = judge(judge="openai:j@http://gpu1:8001/v1")
+    assert default_label(here) == default_label(restarted) != default_label(elsewhere)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import types
@@ -9,7 +10,14 @@ import types
 import pytest
 
 from maslab.cli import main
-from maslab.errors import ConfigError, LLMConnectionError, LLMTimeout, RateLimited, ServerError
+from maslab.errors import (
+    ConfigError,
+    ConnectionRefused,
+    LLMConnectionError,
+    LLMTimeout,
+    RateLimited,
+    ServerError,
+)
 from maslab.llm.registry import check_model, load_model
 from maslab.llm.retry import RetryPolicy
 
@@ -143,3 +151,47 @@ def test_litellm_itself_names_the_key(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ConfigError, match="environment variable ANTHROPIC_API_KEY is not set"):
         check_model("litellm:anthropic/claude-3-haiku-20240307")
+
+
+def refused_at(url: str) -> Exception:
+    """litellm's error for a refused connection: its own exceptions hold a placeholder request,
+    the innermost the real one (httpx's ``ConnectError``, raised from the OS's refusal)."""
+    refusal = ConnectionRefusedError(111, "Connect call failed")
+    connect = type("ConnectError", (Exception,), {})("All connection attempts failed")
+    connect.request = types.SimpleNamespace(url=url)
+    connect.__cause__ = refusal
+    error = wrapped(connect, 500)
+    error.request = types.SimpleNamespace(url="https://api.openai.com/v1")
+    return error
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://127.0.0.1:8000/v1/chat/completions", ConnectionRefused),
+        ("http://localhost:11434/api/generate", ConnectionRefused),
+        ("http://gpu1:8000/v1/chat/completions", LLMConnectionError),
+    ],
+)
+async def test_a_refused_connection_on_this_machine_is_not_retried(monkeypatch, url, expected):
+    module = stand_in([refused_at(url), refused_at(url)])
+    monkeypatch.setitem(sys.modules, "litellm", module)
+    model = load_model("litellm:openai/m", retry=RetryPolicy(attempts=2, initial_wait=0))
+    with pytest.raises(LLMConnectionError) as raised:
+        await model.chat("hello")
+    assert type(raised.value) is expected
+    assert len(module.calls) == (1 if expected is ConnectionRefused else 2)
+
+
+@pytest.mark.system
+async def test_litellm_itself_refused_on_this_machine_stops_at_once(monkeypatch):
+    pytest.importorskip("litellm")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = load_model("litellm:openai/m", retry=RetryPolicy(attempts=3, initial_wait=1))
+    with pytest.raises(ConnectionRefused) as raised:
+        await model.chat("hello")
+    assert raised.value.attempts == 1 and "connection refused" in str(raised.value)

@@ -141,3 +141,28 @@ def test_a_run_written_with_a_port_resumes_on_another(tmp_path, capsys):
         assert written["model"] == f"openai:m@{first.base_url}"  # the whole spec, as ever
         assert run(second) == 0 and second.served == 0  # another port: resumed, nothing to do
     assert "2 tasks × 1 repeat" in capsys.readouterr().out
+
+
+def test_a_server_restarted_on_another_port_replays_from_the_cache(tmp_path):
+    def run(server: FakeOpenAIServer, out: str) -> int:
+        return main(["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2",
+                     "--model", f"openai:m@{server.base_url}", "--out", str(tmp_path / out),
+                     "--cache", str(tmp_path / "cache.sqlite"), "--quiet"])  # fmt: skip
+
+    with (
+        FakeOpenAIServer(lambda request: "The answer is 4.") as first,
+        FakeOpenAIServer(lambda request: "The answer is 4.") as second,  # another port
+    ):
+        assert run(first, "a") == 0 and first.served == 2
+        assert run(second, "b") == 0 and second.served == 0  # a new run, replayed
+
+
+def test_a_judge_on_another_port_is_the_same_scoring(tmp_path):
+    at = "openai:judge@http://127.0.0.1:{}/v1".format
+    scoring = {"evaluator": "llm_judge"}
+    assert directory(**scoring, evaluator_options={"judge": at(8001), "mode": "default"}) == (
+        directory(**scoring, evaluator_options={"judge": at(9001), "mode": "default"})
+    )
+    assert directory(**scoring, evaluator_options={"judge": at(8001)}) != directory(
+        **scoring, evaluator_options={"judge": "openai:judge@http://gpu1:8001/v1"}
+    )
