@@ -122,7 +122,7 @@ class _Worker:
     def stop(self) -> None:
         if self._conn is not None:
             self._conn.close()
-        if self._process is not None:
+        if self._process is not None and self._process.pid is not None:  # it started
             self._process.kill()
             self._process.join()
         self._conn = self._process = None

@@ -31,15 +31,15 @@ class Registry(Generic[C]):
     ``llm_debate``; a module of a family package too, ``maslab.methods.graph_designers.
     agentprune`` for ``agentprune``), and a listing, or a name no module is called, imports
     them all. Installed
-    distributions add more through the entry-point group ``maslab.<kind>s`` (see
-    :mod:`maslab.plugins`), loaded on the first lookup either way.
+    distributions add more through the entry-point group ``group`` (by default
+    ``maslab.<kind>s``; see :mod:`maslab.plugins`), loaded on the first lookup either way.
     """
 
-    def __init__(self, kind: str, package: str) -> None:
+    def __init__(self, kind: str, package: str, group: str | None = None) -> None:
         self.kind = kind
         self.package = package
         self._classes: dict[str, C] = {}
-        self._plugins = PluginGroup(f"maslab.{kind}s", self._add_plugin)
+        self._plugins = PluginGroup(group or f"maslab.{kind}s", self._add_plugin)
         self._discovered = False
 
     def register(self, name: str) -> Callable[[C], C]:

@@ -19,7 +19,18 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
 
-from maslab.cli import attribution, catalogue, export, reading, run, scoring, sweep, triage, view
+from maslab.cli import (
+    attribution,
+    catalogue,
+    export,
+    reading,
+    run,
+    scoring,
+    study,
+    sweep,
+    triage,
+    view,
+)
 from maslab.cli.console import Parser, RunStopped, Terminated
 from maslab.cli.run_flags import plain_text
 from maslab.errors import MaslabError, RunFailed
@@ -31,7 +42,9 @@ def build_parser() -> Parser:
     summary = " ".join(__doc__.split("\n\n")[0].split())
     parser = Parser(prog="maslab", description=plain_text(summary))
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (run, sweep, reading, triage, attribution, scoring, view, export, catalogue):
+    for commands in (
+        run, sweep, study, reading, triage, attribution, scoring, view, export, catalogue
+    ):  # fmt: skip
         commands.add_commands(sub)
     return parser
 

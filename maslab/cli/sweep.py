@@ -31,7 +31,6 @@ Outcome = tuple["Cell", "RunResult | None", str]  # the cell, its run, why it fa
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Exit 0 when every cell ran cleanly, 1 when some failed (the table says which and why),
     2 for a mistake in the file or the options, or when no cell could start."""
-    from maslab.harness.runner import Runner, SharedResources
     from maslab.harness.sweep import load_sweep, select
     from maslab.report import build_report
 
@@ -39,6 +38,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.concurrency is not None:
         sweep = sweep.model_copy(update={"concurrency": args.concurrency})
     cells = select(sweep.cells(limit=args.limit), args.only)
+    finished, failed = run_sweep(cells, args, args.max_cells or sweep.max_cells, str(args.file))
+    console.print(f"sweep done: {len(finished)} of {len(cells)} runs finished under {sweep.out}")
+    if finished:
+        console.print(f"report: {build_report(finished, Path(sweep.out) / 'report.html')}")
+    if failed:
+        print_failures(failed)
+    return 1 if failed else 0
+
+
+def run_sweep(
+    cells: list[Cell], args: argparse.Namespace, max_cells: int, what: str
+) -> tuple[list[Path], list[Failure]]:
+    """Check every cell, then run those that can (``max_cells`` at once; on Ray all at once),
+    on the backend ``args`` name (its backend options and ``--quiet``); the finished runs'
+    directories, and the cells that failed with when and why. A one-line ConfigError, after
+    the table of why, when no cell of ``what`` could start."""
+    from maslab.harness.runner import Runner, SharedResources
+
     shared = SharedResources.for_config(cells[0].config)  # the cells differ in nothing it holds
     workers = cluster(args)
     ready: list[tuple[Cell, Runner]] = []
@@ -50,13 +67,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             console.print(f"[yellow]set aside {escape(str(cell))} (why: the table at the end)[/]")
             failed.append((cell, "before running", str(exc)))
     if not ready:
-        _print_failures(failed)
-        raise ConfigError(f"no cell of {args.file} could start; the table above says why")
+        print_failures(failed)
+        raise ConfigError(f"no cell of {what} could start; the table above says why")
     finished: list[Path] = []
     # on Ray every cell runs at once: its shards queue for the workers in the file's order
-    max_cells = len(ready) if workers else args.max_cells or sweep.max_cells
     with workers.running(cells[0].config) if workers else nullcontext():
-        outcomes = _run_cells(ready, shared, max_cells, quiet=args.quiet)
+        outcomes = _run_cells(ready, shared, len(ready) if workers else max_cells, quiet=args.quiet)
     for cell, result, why in outcomes:
         if result is None:  # e.g. an endpoint that cannot be reached
             failed.append((cell, "while running", why))
@@ -64,12 +80,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         finished.append(result.dir)
         if errors := result.summary.describe_errors(limit=1):
             failed.append((cell, "samples errored", errors))
-    console.print(f"sweep done: {len(finished)} of {len(cells)} runs finished under {sweep.out}")
-    if finished:
-        console.print(f"report: {build_report(finished, Path(sweep.out) / 'report.html')}")
-    if failed:
-        _print_failures(failed)
-    return 1 if failed else 0
+    return finished, failed
 
 
 def _run_cells(
@@ -135,7 +146,7 @@ async def _cell(cell: Cell, runner: Runner, lines: Progress | None) -> Outcome:
     return cell, result, ""
 
 
-def _print_failures(failed: list[Failure]) -> None:
+def print_failures(failed: list[Failure]) -> None:
     """One line per failed cell, in columns (a line stays whole, for grep and copying)."""
     console.print(f"[bold red]{len(failed)} cell{'s' * (len(failed) != 1)} failed:[/]")
     cells = [str(cell) for cell, _, _ in failed]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
+import multiprocessing.context
 import re
 import threading
 from pathlib import Path
@@ -352,6 +354,18 @@ async def test_math_checks_run_in_parallel_and_a_timeout_replaces_only_its_worke
         assert len(evaluator._pool.pids) == 1 and evaluator._pool.pids < started
     finally:
         await evaluator.aclose()
+    assert evaluator._pool.pids == set()
+
+
+async def test_a_worker_that_could_not_start_closes_cleanly(monkeypatch):
+    def cannot(self: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", cannot)
+    evaluator = MathEvaluator()
+    with pytest.raises(OSError, match="Resource temporarily unavailable"):
+        await evaluator.score(math_task("1"), r"\boxed{1}")
+    await evaluator.aclose()  # the process never started: nothing to kill, no AttributeError
     assert evaluator._pool.pids == set()
 
 

@@ -1,0 +1,1 @@
+"""The bundled studies, one module each, its paper's figures in a YAML file beside it."""
