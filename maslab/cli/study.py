@@ -50,9 +50,13 @@ def _options(args: argparse.Namespace) -> tuple[Study, StudyOptions, Path]:
     from maslab.studies.running import default_dir
 
     study = get_study(args.name)()
+    if args.benchmark is not None and study.benchmark is None:
+        from maslab.errors import ConfigError
+
+        raise ConfigError(f"--benchmark: {args.name} fixes its benchmarks (it runs its paper's)")
     options = StudyOptions(
-        models=tuple(args.model), limit=args.limit, repeats=args.repeats,
-        model_roles=tuple(args.model_role), seed=args.seed,
+        models=tuple(args.model), limit=args.limit, repeats=args.repeats or study.default_repeats,
+        model_roles=tuple(args.model_role), seed=args.seed, benchmark=args.benchmark,
     )  # fmt: skip
     return study, options, args.out or default_dir(args.name)
 
@@ -137,6 +141,56 @@ def _report(out: Path, against: str | None) -> None:
 
 
 AGAINST = "the paper's model to compare with (default: the study's)"
+REPEATS = (1, 2, 3, 5, 10)
+PLANNED = ", ".join(map(str, REPEATS))
+
+
+def cmd_plan_power(args: argparse.Namespace) -> int:
+    """Tasks a paired comparison needs, at several repeat counts (see maslab.analysis.power)."""
+    from maslab.analysis.power import Variance, tasks_needed
+    from maslab.analysis.run_result import load_run
+    from maslab.errors import ConfigError
+
+    if args.pilot is not None:
+        pilot = load_run(args.pilot)
+        try:
+            variance = Variance.of(pilot.records)
+        except ValueError as exc:
+            raise ConfigError(f"--pilot {args.pilot}: {exc}") from None
+        source = (
+            f"the pilot {args.pilot} ({variance.tasks} tasks, accuracy {variance.accuracy:.1%}): "
+            f"between-task variance {variance.between:.4f}, within-task {variance.within:.4f}"
+        )
+    elif args.baseline is not None:
+        variance = Variance.assumed(args.baseline, args.effect)
+        source = (
+            f"no pilot: every task at the baseline's rate, {args.baseline:.1%} (a pilot run "
+            "with repeats, --pilot RUN, splits the variance between and within tasks)"
+        )
+    else:
+        raise ConfigError("give --baseline P (an accuracy) or --pilot RUN (a run with repeats)")
+    try:
+        needed = [tasks_needed(variance, args.effect, k, alpha=args.alpha, power=args.power)
+                  for k in (args.repeats or REPEATS)]  # fmt: skip
+    except ValueError as exc:
+        raise ConfigError(f"--effect {args.effect}: {exc}") from None
+    rows: list[tuple[str, ...]] = [
+        (str(r.repeats), f"{r.tasks_shared:,}", f"{r.tasks_unrelated:,}") for r in needed
+    ]
+    heads: tuple[str, ...] = ("repeats", "tasks if the methods find the same tasks hard",
+             "tasks if their difficulties are unrelated")  # fmt: skip
+    if not variance.tasks:  # assumed: no difficulty to share, the two bounds are one
+        rows, heads = [row[:2] for row in rows], ("repeats", "tasks")
+    console.print(
+        f"to detect a difference of {args.effect:+.1%} with power {args.power:.0%} at "
+        f"α = {args.alpha:g} (two-sided, paired by task); variance from {source}",
+        markup=False, highlight=False,
+    )  # fmt: skip
+    console.print(
+        plain_table(heads, rows, right={"repeats"}),
+        end="", markup=False, highlight=False,
+    )  # fmt: skip
+    return 0
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -158,8 +212,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--model", action="append", required=True, metavar="SPEC",
                        help="the model to run it on; repeatable")  # fmt: skip
         q.add_argument("--limit", type=COUNT, help="at most N tasks per benchmark")
-        q.add_argument("--repeats", type=COUNT, default=1, help="attempts at each task")
+        q.add_argument("--repeats", type=COUNT, help="attempts at each task (default: the study's)")
         q.add_argument("--seed", type=int, default=defaults.SEED, help="the runs' seed")
+        q.add_argument("--benchmark", help="the benchmark of a study that runs on one")
         q.add_argument("--model-role", action="append", default=[], metavar="NAME=SPEC",
                        help="a role or agent on another model")  # fmt: skip
         q.add_argument("--out", type=Path, help="the study's directory (default: "
@@ -172,6 +227,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
             q.add_argument("--quiet", action="store_true", help="one line per finished run")
             backend_options(q, what="the runs' samples")
             import_option(q)
+    p = sub.add_parser(
+        "plan-power",
+        help="how many tasks and repeats a claimed difference between two methods needs",
+        description="The tasks a paired comparison of two methods needs to detect a difference "
+        "(--effect) with the given power, at several repeat counts: from a baseline accuracy "
+        "alone, or from a pilot run with repeats, whose variance splits between tasks (which "
+        "repeats cannot shrink) and within them.",
+    )
+    p.add_argument("--effect", type=float, required=True, metavar="D",
+                   help="the difference in accuracy to detect, e.g. 0.05")  # fmt: skip
+    p.add_argument("--baseline", type=float, metavar="P", help="the baseline's accuracy")
+    p.add_argument("--pilot", type=Path, metavar="RUN", help="a run with repeats of the baseline")
+    p.add_argument("--power", type=float, default=0.8, help="default 0.8")
+    p.add_argument("--alpha", type=float, default=0.05, help="the test's level (default 0.05)")
+    p.add_argument("--repeats", type=COUNT, action="append", metavar="K",
+                   help=f"repeat counts to plan for (default {PLANNED})")  # fmt: skip
+    p.set_defaults(func=cmd_plan_power)
+
     q = studies.add_parser("report", help="the report of a study directory, as it stands")
     q.add_argument("dir", type=Path, help="the study's directory")
     q.add_argument("--against", metavar="MODEL", help=AGAINST)

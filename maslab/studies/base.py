@@ -28,13 +28,15 @@ if TYPE_CHECKING:
 class StudyOptions:
     """What the user chose for a study's runs: the ``models`` (one column each), at most
     ``limit`` tasks per benchmark, ``repeats`` attempts at each, ``model_roles`` (NAME=SPEC)
-    for the methods that take them, and the ``seed``."""
+    for the methods that take them, the ``seed``, and the ``benchmark`` of a study that runs
+    on one (None: its default, :attr:`Study.benchmark`)."""
 
     models: tuple[str, ...]
     limit: int | None = None
     repeats: int = 1
     model_roles: tuple[str, ...] = ()
     seed: int = 0
+    benchmark: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,17 @@ class Study:
     """Its figures file, beside its module (None: a study with no paper's figures)."""
     question: ClassVar[str] = ""
     """What the study asks, in a sentence."""
+    benchmark: ClassVar[str | None] = None
+    """The default benchmark of a study that runs on one, which ``--benchmark`` replaces;
+    None: the study's grid fixes its benchmarks."""
+    default_repeats: ClassVar[int] = 1
+    """The repeats of each task unless ``--repeats`` says otherwise."""
+
+    def benchmark_of(self, options: StudyOptions) -> str:
+        """The one benchmark the study runs on: the user's choice, else its default."""
+        chosen = options.benchmark or self.benchmark
+        assert chosen is not None, f"{self.name} fixes its benchmarks"
+        return chosen
 
     def sweep(self, options: StudyOptions, out: Path) -> dict[str, Any]:
         """The sweep file's content (a mapping, as YAML would give it) for ``options``, its

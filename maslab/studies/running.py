@@ -41,6 +41,7 @@ class StudyRecord(BaseModel):
     repeats: int = 1
     model_roles: list[str] = []
     seed: int = 0
+    benchmark: str | None = None
     maslab_version: str = __version__
 
     def options(self, models: tuple[str, ...] | None = None) -> StudyOptions:
@@ -51,6 +52,7 @@ class StudyRecord(BaseModel):
             repeats=self.repeats,
             model_roles=tuple(self.model_roles),
             seed=self.seed,
+            benchmark=self.benchmark,
         )
 
 
@@ -89,14 +91,14 @@ def record_models(out: Path, name: str, options: StudyOptions) -> StudyRecord:
         path = out / STUDY_FILE
         wanted = StudyRecord(study=name, models=list(options.models), limit=options.limit,
                              repeats=options.repeats, model_roles=list(options.model_roles),
-                             seed=options.seed)  # fmt: skip
+                             seed=options.seed, benchmark=options.benchmark)  # fmt: skip
         if not path.exists():
             write_atomically(path, orjson.dumps(wanted.model_dump(), option=orjson.OPT_INDENT_2))
             return wanted
         held = read_record(out)
         if held.study != name:
             raise ConfigError(f"{out} holds the study {held.study}, not {name}: use another --out")
-        keys = ("limit", "repeats", "model_roles", "seed")
+        keys = ("limit", "repeats", "model_roles", "seed", "benchmark")
         if differ := [k for k in keys if getattr(held, k) != getattr(wanted, k)]:
             was = ", ".join(f"{k}={getattr(held, k)}" for k in differ)
             raise ConfigError(f"{out} holds {name} run with {was}: run it so, or use another --out")
