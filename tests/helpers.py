@@ -165,3 +165,21 @@ def making(native: bool, *calls: Call) -> Reply | str:
     if native:
         return native_reply(*calls)
     return json.dumps([{"name": name, "arguments": arguments} for name, arguments in calls])
+
+
+def coin_flip_solver(tasks: list[Task]) -> Callable[[ChatRequest], str]:
+    """A scripted solver of ``tasks`` that is right on about half its calls and one off on the
+    others, a hash of the call's streams (seed, task, repeat, agent, draw) and prompt deciding:
+    a noisy model whose repeats differ, the same on a replay."""
+    import hashlib
+
+    from maslab.llm.scripted import last_user_message
+
+    def solve(request: ChatRequest) -> str:
+        text = "\n".join(str(m.get("content")) for m in request.messages)
+        gold = next((int(t.gold or 0) for t in tasks if t.question in text), 0)
+        key = f"{request.scope}|{request.draw}|{last_user_message(request)}".encode()
+        right = hashlib.sha256(key).digest()[0] % 2 == 0
+        return f"The answer is \\boxed{{{gold if right else gold + 1}}}."
+
+    return solve

@@ -64,6 +64,11 @@ class Variance:
         # the between-task variance of the observed rates includes within-task noise
         attempts = sum(map(len, by_task.values())) / len(by_task)
         between = max(0.0, between - within / attempts)
+        if between == within == 0:
+            raise ValueError(
+                f"its outcomes do not vary (accuracy {mean:.0%}): it cannot say how they vary; "
+                "plan from --baseline instead"
+            )
         return cls(mean, between, within, len(rates))
 
 
