@@ -188,6 +188,14 @@ class Browser:
         return base64.b64decode(result["data"])
 
 
+async def window(browser: Browser, width: int) -> None:
+    """Make the window ``width`` pixels wide."""
+    await browser.send(
+        "Emulation.setDeviceMetricsOverride", width=width, height=HEIGHT, deviceScaleFactor=1,
+        mobile=False,
+    )  # fmt: skip
+
+
 def check_screenshot(png: bytes) -> None:
     """A whole PNG of the window that shows something: many colours, not one."""
     from PIL import Image

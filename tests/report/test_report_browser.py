@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from browser import HEIGHT, WIDTH, Browser, check_screenshot, find_chromium
+from browser import WIDTH, Browser, check_screenshot, find_chromium, window
 
 import maslab
 from maslab.report import build_report
@@ -61,14 +61,6 @@ FITS = (
     " innerWidth]; })()"
 )
 """The leaderboard's full and shown widths, its right edge, the page's width, the window's."""
-
-
-async def window(browser: Browser, width: int) -> None:
-    """Make the window ``width`` pixels wide."""
-    await browser.send(
-        "Emulation.setDeviceMetricsOverride", width=width, height=HEIGHT, deviceScaleFactor=1,
-        mobile=False,
-    )  # fmt: skip
 
 
 async def until(browser: Browser, expression: str) -> None:
