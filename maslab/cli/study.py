@@ -98,11 +98,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the study's cells for the models given, then write and print its report."""
+    from maslab.harness.sweep import select
     from maslab.studies.running import record_models, study_sweep
 
     study, options, out = _options(args)
+    cells = select(study_sweep(study, options, out).cells(), args.only)
     record_models(out, args.name, options)
-    cells = study_sweep(study, options, out).cells()
     finished, failed = run_sweep(cells, args, args.max_cells, f"study {args.name}")
     console.print(f"study {args.name}: {len(finished)} of {len(cells)} runs finished under {out}")
     _report(out, args.against)
@@ -225,6 +226,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                            help="runs at once")  # fmt: skip
             q.add_argument("--against", metavar="MODEL", help=AGAINST)
             q.add_argument("--quiet", action="store_true", help="one line per finished run")
+            q.add_argument("--only", action="append", default=[], metavar="KEY=GLOB,...",
+                           help="run only the cells that match, as maslab sweep --only (the "
+                           "others stay to run)")  # fmt: skip
             backend_options(q, what="the runs' samples")
             import_option(q)
     p = sub.add_parser(
