@@ -5,6 +5,7 @@ a column), ``report`` on what a study directory holds."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,7 @@ def _options(args: argparse.Namespace) -> tuple[Study, StudyOptions, Path]:
     options = StudyOptions(
         models=tuple(args.model), limit=args.limit, repeats=args.repeats or study.default_repeats,
         model_roles=tuple(args.model_role), seed=args.seed, benchmark=args.benchmark,
+        endpoints=str(args.endpoints) if args.endpoints else None,
     )  # fmt: skip
     return study, options, args.out or default_dir(args.name)
 
@@ -106,10 +108,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     record_models(out, args.name, options)
     finished, failed = run_sweep(cells, args, args.max_cells, f"study {args.name}")
     console.print(f"study {args.name}: {len(finished)} of {len(cells)} runs finished under {out}")
+    asyncio.run(_after_runs(study, out, options))
     _report(out, args.against)
     if failed:
         print_failures(failed)
     return 1 if failed else 0
+
+
+async def _after_runs(study: Study, out: Path, options: StudyOptions) -> None:
+    from maslab.llm.pool import ModelPool
+    from maslab.paths import default_response_cache
+    from maslab.studies.running import collect
+
+    _, _, runs = collect(out)
+    models = ModelPool(endpoints=options.endpoints, cache=default_response_cache())
+    try:
+        await study.after_runs(out, runs, options, models)
+    finally:
+        await models.aclose()
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -216,6 +232,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--repeats", type=COUNT, help="attempts at each task (default: the study's)")
         q.add_argument("--seed", type=int, default=defaults.SEED, help="the runs' seed")
         q.add_argument("--benchmark", help="the benchmark of a study that runs on one")
+        q.add_argument("--endpoints", type=Path, help="endpoints file for the models' aliases")
         q.add_argument("--model-role", action="append", default=[], metavar="NAME=SPEC",
                        help="a role or agent on another model")  # fmt: skip
         q.add_argument("--out", type=Path, help="the study's directory (default: "

@@ -22,14 +22,16 @@ from maslab.studies.figures import PaperFigures, load_figures
 
 if TYPE_CHECKING:
     from maslab.analysis.run_result import RunResult
+    from maslab.llm.pool import ModelPool
 
 
 @dataclass(frozen=True)
 class StudyOptions:
     """What the user chose for a study's runs: the ``models`` (one column each), at most
     ``limit`` tasks per benchmark, ``repeats`` attempts at each, ``model_roles`` (NAME=SPEC)
-    for the methods that take them, the ``seed``, and the ``benchmark`` of a study that runs
-    on one (None: its default, :attr:`Study.benchmark`)."""
+    for the methods that take them, the ``seed``, the ``benchmark`` of a study that runs on one
+    (None: its default, :attr:`Study.benchmark`), and the ``endpoints`` file of the models'
+    aliases (not part of what the study is: give it again on each run)."""
 
     models: tuple[str, ...]
     limit: int | None = None
@@ -37,6 +39,7 @@ class StudyOptions:
     model_roles: tuple[str, ...] = ()
     seed: int = 0
     benchmark: str | None = None
+    endpoints: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ class StudyRuns:
     models: tuple[str, ...]
     missing: tuple[str, ...] = field(default=())
     """The cells that have no run yet (``benchmark/method/model``)."""
+    out: Path = Path()
+    """The study's directory (what a study keeps beside its runs is there)."""
+    seed: int = 0
 
     def get(self, benchmark: str, method: str, model: str) -> RunResult | None:
         return self.runs.get((benchmark, method, model))
@@ -136,6 +142,13 @@ class Study:
         runs under ``out``."""
         raise NotImplementedError
 
+    async def after_runs(
+        self, out: Path, runs: StudyRuns, options: StudyOptions, models: ModelPool
+    ) -> None:
+        """What the study does with its finished runs before they are analysed (a reader's
+        verdicts on samples, with ``models``), kept in ``out`` and resumable; by default
+        nothing."""
+
     def analyse(
         self, runs: StudyRuns, figures: PaperFigures | None, against: str | None = None
     ) -> Analysis:
@@ -161,6 +174,7 @@ def common_options(options: StudyOptions, out: Path) -> dict[str, Any]:
         "repeats": options.repeats,
         "seed": options.seed,
         **({"model_roles": list(options.model_roles)} if options.model_roles else {}),
+        **({"endpoints": options.endpoints} if options.endpoints else {}),
     }
 
 

@@ -22,10 +22,13 @@ VERDICT_CLASS = {
 }  # fmt: skip
 
 
+def _number(value: float, percent: bool) -> str:
+    """A figure as the tables show it: percent points to one decimal, else three digits."""
+    return f"{100 * value:.1f}" if percent else f"{value:.3g}"
+
+
 def _paper(cell: Cell, percent: bool) -> str:
-    if cell.paper is None:
-        return "—"
-    return f"{100 * cell.paper:.1f}" if percent else f"{cell.paper:.3g}"
+    return "—" if cell.paper is None else _number(cell.paper, percent)
 
 
 def cell_text(cell: Cell, percent: bool = True) -> str:
@@ -64,9 +67,8 @@ def _cell_html(cell: Cell, percent: bool) -> str:
         ours = f'<span class="muted">{escape(cell.note or "—")}</span>'
     else:
         e = cell.ours
-        low, high = (100 * e.low, 100 * e.high) if percent else (e.low, e.high)
-        value = f"{100 * e.value:.1f}" if percent else f"{e.value:.3g}"
-        ours = f'<b>{value}</b> <span class="ci">[{low:.1f}, {high:.1f}]</span>'
+        low, high = _number(e.low, percent), _number(e.high, percent)
+        ours = f'<b>{_number(e.value, percent)}</b> <span class="ci">[{low}, {high}]</span>'
     paper = (
         f'<br><span class="muted">paper {_paper(cell, percent)}</span>'
         if cell.paper is not None

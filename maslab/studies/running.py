@@ -61,7 +61,8 @@ def default_dir(name: str) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(out: Path) -> Iterator[None]:
+def locked(out: Path) -> Iterator[None]:
+    """Hold the study directory's lock: one writer of what the study keeps there at a time."""
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out / STUDY_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -87,7 +88,7 @@ def record_models(out: Path, name: str, options: StudyOptions) -> StudyRecord:
     """Add ``options.models`` to the study in ``out`` (a new record if it has none); a one-line
     ConfigError when ``out`` holds another study, or the same with other options (its runs
     would not be comparable)."""
-    with _locked(out):
+    with locked(out):
         path = out / STUDY_FILE
         wanted = StudyRecord(study=name, models=list(options.models), limit=options.limit,
                              repeats=options.repeats, model_roles=list(options.model_roles),
@@ -135,4 +136,5 @@ def collect(out: Path) -> tuple[Study, StudyRecord, StudyRuns]:
             runs[key] = RunResult.read(existing_run(cell_dir(cell)))
         except ConfigError:
             missing.append(str(cell))
-    return study, record, StudyRuns(runs, tuple(record.models), tuple(missing))
+    found = StudyRuns(runs, tuple(record.models), tuple(missing), out, record.seed)
+    return study, record, found
