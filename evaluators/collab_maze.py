@@ -10,8 +10,8 @@ goal, 0 for no progress, negative for a walk that ends farther away than it star
 
 Score: ``correct`` = the walk reached the goal (the paper's binary success); ``value`` = the
 weighted outcome clamped to [0, 1], the harness's score range. The raw, possibly negative
-outcome is in the explanation ("outcome -0.286 ...") and can be recomputed from
-``extracted`` (the parsed route) with :func:`outcome`. A reply with no route is unparsed.
+outcome is ``details["outcome"]`` (and in the explanation, "outcome -0.286 ..."). A reply with
+no route is unparsed.
 
 Deviation from the paper: its grader (gpt-4.1) writes the route as coordinates under a schema
 and scores the most favourable reading over all plausible coordinate schemes; here routes are
@@ -267,6 +267,7 @@ class CollabMazeEvaluator(Evaluator):
             correct=result.walk.reached,
             extracted=", ".join(moves),
             explanation=_explain(result, moves),
+            details={"outcome": result.value},
         )
 
     async def _extract(self, maze: Maze, answer: str, ctx: Context | None) -> list[str] | None:

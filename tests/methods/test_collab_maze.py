@@ -138,6 +138,7 @@ async def test_routes_are_simulated_and_scored_by_weighted_outcome(
     assert explains in score.explanation and not score.unparsed
     moves = parse_route(score.extracted) if score.extracted else []
     assert outcome(maze_of(task), moves).value == pytest.approx(raw)
+    assert score.details["outcome"] == pytest.approx(raw)  # unclamped, for the analyses
 
 
 async def test_an_answer_without_a_route_is_unparsed():
