@@ -23,9 +23,12 @@ ONE_CELL = {
     "randomness": ["--only", "method=vanilla", "--repeats", "2"],
     "cost-frontier": ["--only", "method=cot"],
     "tool-use": ["--only", "method=tool_agent,benchmark=bfcl_base"],
+    "signals": ["--only", "method=self_consistency"],
+    "collaboration-gap": ["--only", "method=solo_full"],
+    "biased-swarm": ["--only", "method=single,benchmark=discrim_eval_open"],
 }
 """The cell each study runs here, and what else it needs."""
-DATA = {"maslab-table2": "mmlu"}
+DATA = {"maslab-table2": "mmlu", "biased-swarm": "discrim_eval_open"}
 
 
 @pytest.fixture(scope="module")
