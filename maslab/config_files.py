@@ -137,7 +137,7 @@ def apply_overrides(
                 index: Any = int(key)
             elif isinstance(node, dict):
                 index = key
-                if not last and key not in node:
+                if not last and node.get(key) is None:  # absent, or a default of none: a map
                     node[key] = {}
             else:
                 raise ConfigError(f"{what}: '{path}': '{keys[i - 1]}' is not a mapping or list")

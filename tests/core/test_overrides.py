@@ -23,6 +23,13 @@ def test_new_nested_keys_become_mappings():
     assert apply_overrides({}, ["a.b.c=1"], "x") == {"a": {"b": {"c": 1}}}
 
 
+def test_a_setting_that_defaults_to_none_takes_nested_keys():
+    # dag_pipeline's nodes default to none (its preset decides); a sweep entry may give them
+    out = apply_overrides({"nodes": None, "rounds": 2}, {"nodes": {"A": "solve it"}}, "x")
+    assert out == {"nodes": {"A": "solve it"}, "rounds": 2}
+    assert apply_overrides({"nodes": None}, ["nodes.A=x"], "x") == {"nodes": {"A": "x"}}
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
