@@ -36,7 +36,8 @@ class Reader:
 
 
 @pytest.fixture
-def reader(monkeypatch) -> Reader:
+def reader(monkeypatch, tmp_path) -> Reader:
+    monkeypatch.setenv("MASLAB_CACHE_DIR", str(tmp_path / "cache"))  # nothing replayed
     monkeypatch.setattr(registry, "_PROVIDERS", dict(registry._PROVIDERS))
     solver, scripted = coin_flip_solver(TASKS), Reader()
     register_provider("coin")(lambda name, settings: ScriptedModel(solver, name="coin:x"))
