@@ -20,7 +20,8 @@ TASKS = get_benchmark("arith")().load(limit=6)
 
 
 @pytest.fixture
-def noisy(monkeypatch) -> None:
+def noisy(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("MASLAB_CACHE_DIR", str(tmp_path / "cache"))  # the user's stays clean
     monkeypatch.setattr(registry, "_PROVIDERS", dict(registry._PROVIDERS))
     solver = coin_flip_solver(TASKS)
     register_provider("coin")(lambda name, settings: ScriptedModel(solver, name="coin:x"))
