@@ -2,23 +2,27 @@
 why they cannot load), each method's calls per task, and the calls in all.
 
 A method's calls per task are measured, not guessed from its formula: one task, on a scripted
-model that echoes its prompt (every role on it), in a scratch directory, on the study's
-benchmark when its data is here, else on ``arith``. Methods that stop early when their agents
-agree, or loop until a check passes, may take fewer or more calls on a real model.
+model that gives one short answer to everything (:data:`PILOT_REPLY`; every role on it), in a
+scratch directory, on the study's benchmark when its data is here, else on ``arith``. A short
+fixed reply keeps a discussion's prompts from growing as an echo's would. Methods that stop
+early when their agents agree, or loop until a check passes or a game ends, may take fewer or
+more calls on a real model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from maslab.bench.benchmark import get_benchmark
 from maslab.errors import MaslabError
 from maslab.harness.runner import RunConfig, Runner
 from maslab.harness.sweep import Cell
 
-PILOT_MODEL = "scripted:echo"
+PILOT_REPLY = "I agree. The answer is \\boxed{1}."
 PILOT_BENCHMARK = "arith"
 
 
@@ -59,15 +63,19 @@ class Plan:
 
 def pilot(config: RunConfig, benchmark: str | None = None) -> float:
     """The method calls one task of ``config`` (on ``benchmark`` instead of its own, if given)
-    takes on :data:`PILOT_MODEL`; a MaslabError when it cannot run."""
+    takes on a scripted model that always says :data:`PILOT_REPLY`; a MaslabError when it
+    cannot run."""
     from maslab import api
 
     with tempfile.TemporaryDirectory(prefix="maslab-pilot-") as scratch:
-        roles = {name: {"model": PILOT_MODEL} for name in config.model_roles}
+        script = Path(scratch) / "pilot.json"
+        script.write_text(json.dumps({".": PILOT_REPLY}))
+        pilot_model = f"scripted:{script}"
+        roles = {name: {"model": pilot_model} for name in config.model_roles}
         update = {
-            "model": PILOT_MODEL, "model_roles": roles, "limit": 1, "repeats": 1, "cache": None,
-            "endpoints": None, "out": scratch, "optimize_on": None, "optimize_limit": None,
-            "evaluator": None, "evaluator_options": {},
+            "model": pilot_model, "model_roles": roles, "limit": 1, "repeats": 1, "cache": None,
+            "endpoints": None, "out": str(Path(scratch) / "run"), "optimize_on": None,
+            "optimize_limit": None, "evaluator": None, "evaluator_options": {},
         }  # fmt: skip
         if benchmark is not None:
             update.update(benchmark=benchmark, benchmark_options={}, split="test", data=None)

@@ -26,9 +26,10 @@ ONE_CELL = {
     "signals": ["--only", "method=self_consistency"],
     "collaboration-gap": ["--only", "method=solo_full"],
     "biased-swarm": ["--only", "method=single,benchmark=discrim_eval_open"],
+    "teams-experts": ["--only", "method=best_individual,benchmark=mmlu_pro"],
 }
 """The cell each study runs here, and what else it needs."""
-DATA = {"maslab-table2": "mmlu", "biased-swarm": "discrim_eval_open"}
+DATA = {"maslab-table2": "mmlu", "biased-swarm": "discrim_eval_open", "teams-experts": "mmlu_pro"}
 
 
 @pytest.fixture(scope="module")
