@@ -97,20 +97,22 @@ class StudyRuns:
     """The cells that have no run yet (``benchmark/method/model``)."""
     out: Path = Path()
     """The study's directory (what a study keeps beside its runs is there)."""
-    seed: int = 0
+    options: StudyOptions = StudyOptions(models=())
+    """The options every model of the study ran with."""
 
     def get(self, benchmark: str, method: str, model: str) -> RunResult | None:
         return self.runs.get((benchmark, method, model))
 
-    def spend(self) -> tuple[int, int, int]:
-        """Calls, tokens and samples of every run, in all."""
+    def analysis(self, tables: Sequence[Table], notes: Sequence[str] = ()) -> Analysis:
+        """The study's finding: ``tables`` and ``notes``, with the calls, tokens and samples of
+        every run, in all."""
         calls = tokens = samples = 0
         for run in self.runs.values():
             s = run.summary
             calls += round(s.mean_calls * s.n)
             tokens += round(s.mean_tokens * s.n)
             samples += s.n
-        return calls, tokens, samples
+        return Analysis(tuple(tables), calls, tokens, samples, tuple(notes))
 
 
 class Study:

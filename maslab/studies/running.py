@@ -136,5 +136,5 @@ def collect(out: Path) -> tuple[Study, StudyRecord, StudyRuns]:
             runs[key] = RunResult.read(existing_run(cell_dir(cell)))
         except ConfigError:
             missing.append(str(cell))
-    found = StudyRuns(runs, tuple(record.models), tuple(missing), out, record.seed)
+    found = StudyRuns(runs, tuple(record.models), tuple(missing), out, record.options())
     return study, record, found

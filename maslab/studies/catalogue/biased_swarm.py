@@ -219,8 +219,7 @@ class BiasedSwarm(Study):
                 if (iterated := measured.get(ITERATION)) is not None and iterated.by_position:
                     tables.append(_iteration_table(iterated, where))
                 notes.extend(_reading_notes(measured, where))
-        calls, tokens, samples = runs.spend()
-        return Analysis(tuple(tables), calls, tokens, samples, notes=tuple(notes))
+        return runs.analysis(tables, notes)
 
 
 def _absent(m: PositionGini | None) -> str:

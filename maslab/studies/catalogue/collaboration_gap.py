@@ -242,13 +242,12 @@ class CollaborationGap(Study):
             tables.append(_order(found, figures, sides))
             tables.append(_relay(found, sides))
             notes += _strength_check(found, sides)
-        calls, tokens, samples = runs.spend()
         notes.append(
             "The weighted outcome is (a − b)/a: a the shortest path, b the distance from where "
             "the route stopped to the goal (1 at the goal, negative farther away than the "
             "start); ×100 in the tables. Intervals are bootstrap 95% over mazes."
         )
-        return Analysis(tuple(tables), calls, tokens, samples, notes=tuple(notes))
+        return runs.analysis(tables, notes)
 
 
 def _partner_cells(partner: Partner) -> list[dict[str, Any]]:

@@ -87,10 +87,9 @@ class CostFrontier(Study):
     def analyse(
         self, runs: StudyRuns, figures: PaperFigures | None, against: str | None = None
     ) -> Analysis:
-        benchmark = next(iter({b for b, _, _ in runs.runs}), self.benchmark or "")
+        benchmark = self.benchmark_of(runs.options)
         tables = [self._table(runs, benchmark, model) for model in runs.models]
-        calls, tokens, samples = runs.spend()
-        return Analysis(tuple(tables), calls, tokens, samples)
+        return runs.analysis(tables)
 
     def _table(self, runs: StudyRuns, benchmark: str, model: str) -> Table:
         done = {m: run for m in METHODS if (run := runs.get(benchmark, m, model)) and run.summary.n}

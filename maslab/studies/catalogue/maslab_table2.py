@@ -79,11 +79,7 @@ class MaslabTable2(Study):
         for model in runs.models:
             tables.append(self._accuracies(runs, figures, model, paper_model))
             tables.append(self._gains(runs, figures, model, paper_model))
-        calls, tokens, samples = runs.spend()
-        return Analysis(
-            tuple(tables), calls, tokens, samples,
-            notes=(*NOT_RUN.values(), *self._ranks(runs, figures, paper_model)),
-        )  # fmt: skip
+        return runs.analysis(tables, (*NOT_RUN.values(), *self._ranks(runs, figures, paper_model)))
 
     def _accuracies(
         self, runs: StudyRuns, figures: PaperFigures, model: str, paper_model: str

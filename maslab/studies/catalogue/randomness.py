@@ -64,15 +64,14 @@ class Randomness(Study):
     def analyse(
         self, runs: StudyRuns, figures: PaperFigures | None, against: str | None = None
     ) -> Analysis:
-        benchmark = next(iter({b for b, _, _ in runs.runs}), self.benchmark or "")
+        benchmark = self.benchmark_of(runs.options)
         tables: list[Table] = []
         for model in runs.models:
             done = {m: r for m in METHODS if (r := runs.get(benchmark, m, model)) and r.summary.n}
             tables.append(_spread(done, model))
             if SINGLE in done:
                 tables.append(_needs(done, model))
-        calls, tokens, samples = runs.spend()
-        return Analysis(tuple(tables), calls, tokens, samples)
+        return runs.analysis(tables)
 
 
 def _spread(done: dict[str, Any], model: str) -> Table:

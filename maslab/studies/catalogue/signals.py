@@ -182,7 +182,6 @@ class Signals(Study):
         verdicts = read_verdicts(runs.out)
         by_sample = {key[:3]: v for key, v in verdicts.items()}
         tables = [self._table(runs, model, by_sample) for model in runs.models]
-        calls, tokens, samples = runs.spend()
         read_calls = sum(v.calls for v in verdicts.values())
         read_tokens = sum(v.tokens for v in verdicts.values())
         unreadable = sum(v.worth is None for v in verdicts.values())
@@ -190,7 +189,7 @@ class Signals(Study):
             f"the reader: {len(verdicts)} samples read, {read_calls} calls, {read_tokens:,} "
             f"tokens (apart from the runs'); {unreadable} replies held no verdict (left out)",
         )
-        return Analysis(tuple(tables), calls, tokens, samples, notes)
+        return runs.analysis(tables, notes)
 
     def _table(
         self, runs: StudyRuns, model: str, verdicts: dict[tuple[str, str, int], ReadingRecord]
@@ -200,7 +199,7 @@ class Signals(Study):
             if m != model:
                 continue
             run_key = f"{bench}/{method}/{m}"
-            by_signal, drawn = chosen(run_key, run.records, runs.seed)
+            by_signal, drawn = chosen(run_key, run.records, runs.options.seed)
             for name, found in (*by_signal.items(), (BASELINE, drawn)):
                 for record in found:
                     seen = verdicts.get((run_key, *record.key))

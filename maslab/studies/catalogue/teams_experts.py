@@ -303,8 +303,7 @@ class TeamsExperts(Study):
             tables.append(self._accuracies(done, model))
             tables.extend(self._synergy(found, figures, model))
             tables.append(self._gaps(found, figures, model))
-        calls, tokens, samples = runs.spend()
-        return Analysis(tuple(tables), calls, tokens, samples, notes=tuple(notes))
+        return runs.analysis(tables, notes)
 
     @staticmethod
     def _setting(model: str, done: dict[str, dict[str, RunResult]]) -> list[str]:

@@ -70,8 +70,7 @@ class ToolUse(Study):
         for model in runs.models:
             tables.append(self._accuracies(runs, model))
             tables.append(self._gains(runs, model))
-        calls, tokens, samples = runs.spend()
-        return Analysis(tuple(tables), calls, tokens, samples)
+        return runs.analysis(tables)
 
     def _accuracies(self, runs: StudyRuns, model: str) -> Table:
         rows = []
