@@ -1,14 +1,17 @@
 """Every study's protocol against llama-cpp-python's server with the embedded model: one cell
 of each (``--only``) at one task, through ``maslab study run`` on ``openai:<alias>@<url>``,
-runs without an error, reaches the server, and leaves the study's page. The figures of a
-135M-parameter model are not the point: the calls, the records and the analysis are."""
+runs without an error, reaches the server, and leaves the study's page, which a headless
+Chromium shows within 1400 pixels (where one is installed). The figures of a 135M-parameter
+model are not the point: the calls, the records, the analysis and the page are."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browser import WIDTH, Browser, check_screenshot, find_chromium, window
 from llama_server import ALIAS, llama_server
 
 from maslab.cli import main
@@ -62,3 +65,19 @@ def test_one_cell_of_the_study_on_a_real_server(
     assert read_record(out).models == [model]
     assert "cost: " in printed.out and (out / "study.html").is_file()
     assert " 0 calls" not in printed.out  # the cell's calls reached the server
+    if find_chromium() is not None:
+        asyncio.run(shown_within_the_page(out / "study.html", tmp_path / "profile"))
+
+
+async def shown_within_the_page(page: Path, profile: Path) -> None:
+    """The page in Chromium: its tables end within 1400 pixels, and it shows something."""
+    async with Browser.start(profile) as browser:
+        await window(browser, 1400)
+        await browser.goto(page.as_uri())
+        rights = await browser.evaluate(
+            "[...document.querySelectorAll('table')].map(t => t.getBoundingClientRect().right)"
+        )
+        assert rights and max(rights) <= 1400
+        assert await browser.evaluate("document.documentElement.scrollWidth") <= 1400
+        await window(browser, WIDTH)
+        check_screenshot(await browser.screenshot())
