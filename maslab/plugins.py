@@ -129,6 +129,27 @@ def import_module(name: str) -> ModuleType:
     return module
 
 
+def import_function(spec: str, what: str) -> Callable[..., Any]:
+    """The callable ``module:name`` or ``path/to/file.py:name`` names (``name`` may be dotted,
+    ``Class.method``); a one-line :class:`ConfigError` naming ``what`` it is for (``evaluator``)
+    when it cannot be imported."""
+    where, _, qualname = spec.rpartition(":")
+    if not where or not qualname:
+        raise ConfigError(f"{what} {spec!r}: name a function as module:function")
+    try:
+        module = import_module(where)
+    except ConfigError as exc:  # its words, less the --import it names
+        why = str(exc).removeprefix(f"--import {where}: ")
+        raise ConfigError(f"{what} {spec}: {why}") from None
+    found: Any = module
+    try:
+        for name in qualname.split("."):
+            found = getattr(found, name)
+    except AttributeError:
+        raise ConfigError(f"{what} {spec}: {where} has no {qualname}") from None
+    return found
+
+
 def _failure(exc: BaseException) -> str:
     """Why importing a module failed, in words (an exit is no error type a user would know)."""
     if isinstance(exc, SystemExit):

@@ -19,7 +19,7 @@ from maslab.llm.pool import ModelPool
 from maslab.llm.registry import load_model
 from maslab.llm.types import ChatMessage, ChatModel
 from maslab.plugin_config import PluginConfig, Settings
-from maslab.plugins import import_module
+from maslab.plugins import import_function
 from maslab.registry import Registry
 
 if TYPE_CHECKING:
@@ -312,33 +312,13 @@ def function_evaluator(function: ScoreFunction, name: str | None = None) -> type
     return cls
 
 
-def import_function(spec: str) -> Callable[..., Any]:
-    """The callable ``module:name`` or ``path/to/file.py:name`` names (``name`` may be dotted,
-    ``Class.method``); a one-line :class:`ConfigError` when it cannot be imported."""
-    where, _, qualname = spec.rpartition(":")
-    if not where or not qualname:
-        raise ConfigError(f"evaluator {spec!r}: name a function as module:function")
-    try:
-        module = import_module(where)
-    except ConfigError as exc:  # its words, less the --import it names
-        why = str(exc).removeprefix(f"--import {where}: ")
-        raise ConfigError(f"evaluator {spec}: {why}") from None
-    found: Any = module
-    try:
-        for name in qualname.split("."):
-            found = getattr(found, name)
-    except AttributeError:
-        raise ConfigError(f"evaluator {spec}: {where} has no {qualname}") from None
-    return found
-
-
 def get_evaluator(name: str) -> type[Evaluator]:
     """The evaluator class registered as ``name`` (a one-line :class:`ConfigError`, with close
     matches, for an unknown one); a name with a colon, ``module:function`` or
     ``path/to/file.py:function``, is that function as an evaluator (:func:`function_evaluator`),
     imported on its first use."""
     if isinstance(name, str) and ":" in name:
-        return _FUNCTIONS.get(name) or function_evaluator(import_function(name), name)
+        return _FUNCTIONS.get(name) or function_evaluator(import_function(name, "evaluator"), name)
     return _EVALUATORS.get(name)
 
 

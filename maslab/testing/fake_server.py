@@ -34,7 +34,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import orjson
 from aiohttp import web
 
 from maslab.llm.scripted import (
@@ -48,53 +47,14 @@ from maslab.llm.scripted import (
     count_tokens,
     echo,
 )
-from maslab.llm.types import ChatRequest, make_request
+from maslab.llm.types import ChatRequest
+from maslab.llm.wire import completion_body, error_response, json_response, parse_chat
 
 BACKLOG = 2048  # pending connections the listening socket queues (aiohttp's default is 128)
 FAULTS = ("429", "500", "503", "400", "context_length", "hang", "malformed", "empty_choices")
 
 Latency = float | tuple[float, float] | Callable[[], float]
 Schedule = Mapping[int, str] | Sequence[str | None]
-
-
-def _json(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(
-        body=orjson.dumps(data), status=status, headers=headers, content_type="application/json"
-    )
-
-
-def _error(
-    status: int,
-    message: str,
-    kind: str,
-    code: str | None = None,
-    headers: Mapping[str, str] | None = None,
-) -> web.Response:
-    """An OpenAI-style error response."""
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return _json(body, status, headers)
-
-
-def _is_message(m: object) -> bool:
-    """A role and text content (none only beside tool calls)."""
-    if not (isinstance(m, dict) and isinstance(m.get("role"), str)):
-        return False
-    return isinstance(m.get("content"), str) or (m.get("content") is None and "tool_calls" in m)
-
-
-_PARAMS = (
-    "temperature", "top_p", "max_tokens", "stop", "seed",
-    "tools", "tool_choice", "response_format", "logprobs", "top_logprobs",
-)  # fmt: skip
-
-
-def _parse(raw: bytes) -> tuple[dict[str, Any], ChatRequest]:
-    """The JSON body and the request it describes; ValueError when it is not a chat request."""
-    body = orjson.loads(raw)
-    messages = body.get("messages") if isinstance(body, dict) else None
-    if not (isinstance(messages, list) and messages and all(map(_is_message, messages))):
-        raise ValueError("'messages' must be a non-empty list of {role, content} objects")
-    return body, make_request(messages, **{k: body.get(k) for k in _PARAMS})
 
 
 def _limit(text: str, stop: Sequence[str] | None, max_tokens: int | None) -> tuple[str, str]:
@@ -309,11 +269,11 @@ class FakeOpenAIServer:
         if self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}":
             return None
         message = f"Incorrect API key.{self._echo(request)}"
-        return _error(401, message, "invalid_request_error", "invalid_api_key")
+        return error_response(401, message, "invalid_request_error", "invalid_api_key")
 
     async def _models(self, request: web.Request) -> web.Response:
         model = {"id": self.model, "object": "model", "created": 0, "owned_by": "maslab"}
-        return self._unauthorized(request) or _json({"object": "list", "data": [model]})
+        return self._unauthorized(request) or json_response({"object": "list", "data": [model]})
 
     async def _chat(self, request: web.Request) -> web.Response:
         fault = self._arrive()
@@ -333,9 +293,9 @@ class FakeOpenAIServer:
         if denied := self._unauthorized(request):
             return denied
         try:
-            body, chat = _parse(await request.read())
+            body, chat = parse_chat(await request.read())
         except ValueError as e:
-            return _error(400, f"invalid request body: {e}", "invalid_request_error")
+            return error_response(400, f"invalid request body: {e}", "invalid_request_error")
         with self._lock:
             self._request_log.append({"body": body, "fault": fault})
             if fault:
@@ -345,7 +305,7 @@ class FakeOpenAIServer:
         try:
             reply = as_reply(self.script.respond(chat))
         except ScriptError as e:
-            return _error(500, f"the fake server's script failed: {e}", "server_error")
+            return error_response(500, f"the fake server's script failed: {e}", "server_error")
         if self.echo_key:
             auth = request.headers.get("Authorization", "")
             reply = Reply(f"{auth}\n{reply.text}", reply.tool_calls, reply.finish_reason)
@@ -364,50 +324,36 @@ class FakeOpenAIServer:
             self.served_prompt_tokens += prompt
             self.served_completion_tokens += completion
             number = self.served
-        message: dict[str, Any] = {"role": "assistant", "content": text}
-        if reply.tool_calls:
-            message["tool_calls"] = [c.to_wire() for c in reply.tool_calls]
-        usage = {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        }
-        body: dict[str, Any] = {
-            "id": f"chatcmpl-fake-{number}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        }
-        if self.report_usage:
-            body["usage"] = usage
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+        body = completion_body(f"fake-{number}", model, text, finish, reply.tool_calls,
+                               usage if self.report_usage else None)  # fmt: skip
         if self.slots is not None:  # llama.cpp's split of the computing time; here all of it
             body["timings"] = {"prompt_ms": 0.0, "predicted_ms": computing * 1000}
-        return _json(body)
+        return json_response(body)
 
     async def _fault(self, request: web.Request, kind: str) -> web.Response:
         if kind == "429":
             headers = {"Retry-After": f"{self.retry_after:g}"}
             message = "Rate limit reached (injected by the fake server)."
-            return _error(429, message, "requests", "rate_limit_exceeded", headers)
+            return error_response(429, message, "requests", "rate_limit_exceeded", headers)
         if kind == "400":  # a request the server refuses: a client must not retry it
             message = "Invalid value for 'messages' (injected by the fake server)."
-            return _error(400, message, "invalid_request_error", "invalid_value")
+            return error_response(400, message, "invalid_request_error", "invalid_value")
         if kind == "context_length":  # a 400 too, which ends the sample like a budget
             message = "This model's maximum context length is exceeded (injected)."
-            return _error(400, message, "invalid_request_error", "context_length_exceeded")
+            return error_response(400, message, "invalid_request_error", "context_length_exceeded")
         if kind == "500":
             message = f"The server had an error (injected).{self._echo(request)}"
-            return _error(500, message, "server_error")
+            return error_response(500, message, "server_error")
         if kind == "503":
             message = f"The engine is currently overloaded (injected).{self._echo(request)}"
-            return _error(503, message, "server_error")
+            return error_response(503, message, "server_error")
         if kind == "malformed":
             return web.Response(body=b'{"id": "chatcmpl-', content_type="application/json")
         if kind == "empty_choices":
             usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
             body = {"id": "chatcmpl-fake-empty", "object": "chat.completion", "created": 0}
-            return _json({**body, "model": self.model, "choices": [], "usage": usage})
+            return json_response({**body, "model": self.model, "choices": [], "usage": usage})
         await self._wait(self.hang_s)  # "hang": drop the connection without an answer
         if request.transport is not None:
             request.transport.close()
