@@ -100,7 +100,7 @@ def test_a_budget_stop_refuses_the_next_call_and_ends_the_sample(system, tmp_pat
 
 
 def test_sixteen_samples_in_flight_keep_their_own_calls(system, tmp_path):
-    with FakeOpenAIServer(lambda request: "The answer is 7.", latency=0.2) as server:
+    with FakeOpenAIServer(lambda request: "The answer is 7.", latency=1.0) as server:
         result = maslab.evaluate(
             "external", "arith", f"openai:fake@{server.base_url}", limit=16, concurrency=16,
             config={"entry": f"{system}:solve"}, out=tmp_path / "run", cache=False,
