@@ -198,12 +198,19 @@ def test_a_merge_cut_short_leaves_no_run_that_reads_as_valid(
     assert [p.name for p in tmp_path.iterdir()] == ["merged"]
 
 
-def test_scorings_and_attributions_made_in_shards_are_merged(
-    shards: list[Path], tmp_path: Path, capsys
-) -> None:
-    copies = [tmp_path / s.name for s in shards]
-    for source, copy in zip(shards, copies, strict=True):
+@pytest.fixture
+def copies(shards: list[Path], tmp_path: Path) -> list[Path]:
+    """The shards copied, for a test to score (the module's shards stay as they are)."""
+    copied = [tmp_path / s.name for s in shards]
+    for source, copy in zip(shards, copied, strict=True):
         shutil.copytree(source, copy)
+    return copied
+
+
+def test_scorings_and_attributions_made_in_shards_are_merged(
+    copies: list[Path], tmp_path: Path, capsys
+) -> None:
+    for copy in copies:
         assert main(["score", str(copy), "--evaluator", "exact"]) == 0
     first = RunStore(copies[0]).results()[0]
     blamed = AttributionRecord(task_id=first.task_id, repeat=first.repeat, strategy="all_at_once",
@@ -224,11 +231,8 @@ def test_scorings_and_attributions_made_in_shards_are_merged(
 
 
 def test_shards_scored_differently_under_one_label_are_refused(
-    shards: list[Path], tmp_path: Path, capsys
+    copies: list[Path], tmp_path: Path, capsys
 ) -> None:
-    copies = [tmp_path / s.name for s in shards]
-    for source, copy in zip(shards, copies, strict=True):
-        shutil.copytree(source, copy)
     assert main(["score", str(copies[0]), "--evaluator", "exact", "--label", "x"]) == 0
     assert main(["score", str(copies[1]), "--evaluator", "numeric", "--label", "x"]) == 0
     capsys.readouterr()
