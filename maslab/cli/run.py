@@ -135,8 +135,17 @@ def print_summary(result: RunResult, label: str | None = None) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from maslab.harness.runner import Runner
 
+    observe(args)
     result = execute(Runner(run_config(args), cluster=cluster(args)), quiet=args.quiet, report=True)
     return 1 if result.summary.errors else 0
+
+
+def observe(args: argparse.Namespace) -> None:
+    """Export spans if ``--otel`` asks (see :mod:`maslab.telemetry`)."""
+    if args.otel:
+        from maslab import telemetry
+
+        telemetry.enable()
 
 
 def run_options(p: argparse.ArgumentParser) -> None:
@@ -168,6 +177,13 @@ def backend_options(p: argparse.ArgumentParser, *, what: str) -> None:
         "local Ray",
     )
     p.add_argument("--workers", type=COUNT, help="Ray workers, one CPU each (default: one per CPU)")
+    p.add_argument(
+        "--otel",
+        action="store_true",
+        help="export OpenTelemetry spans of the runs, samples and model and tool calls over "
+        "OTLP/HTTP to the collector the OTEL_EXPORTER_OTLP_* variables name (local backend; "
+        "pip install 'maslab[otel]')",
+    )
     p.add_argument(
         "--shards",
         type=COUNT,

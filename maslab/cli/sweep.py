@@ -14,7 +14,14 @@ from rich.markup import escape
 
 from maslab import defaults
 from maslab.cli.console import COUNT, RunStopped, console, import_option
-from maslab.cli.run import backend_options, cluster, headline, print_summary, steady_heap
+from maslab.cli.run import (
+    backend_options,
+    cluster,
+    headline,
+    observe,
+    print_summary,
+    steady_heap,
+)
 from maslab.errors import ConfigError, MaslabError
 
 if TYPE_CHECKING:
@@ -56,6 +63,7 @@ def run_sweep(
     the table of why, when no cell of ``what`` could start."""
     from maslab.harness.runner import Runner, SharedResources
 
+    observe(args)
     shared = SharedResources.for_config(cells[0].config)  # the cells differ in nothing it holds
     workers = cluster(args)
     ready: list[tuple[Cell, Runner]] = []

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from maslab import defaults
+from maslab import defaults, telemetry
 from maslab.config_files import validation_message
 from maslab.core.environment import Environment, ToolError
 from maslab.core.episode import ToolOutcome, ToolRecord, Turn
@@ -240,10 +240,15 @@ class Context:
         if self.environment is None:
             raise RuntimeError(f"sample {self.sample_id} has no environment to call {name!r} on")
         started = time.perf_counter()
-        try:
-            outcome = ToolOutcome(self.environment.execute(name, arguments))
-        except ToolError as exc:
-            outcome = ToolOutcome(f"error: {exc}", error=True)
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                      "maslab.task": self.sample_id, "maslab.agent": agent}  # fmt: skip
+        with telemetry.span(f"execute_tool {name}", attributes) as span:
+            try:
+                outcome = ToolOutcome(self.environment.execute(name, arguments))
+            except ToolError as exc:
+                outcome = ToolOutcome(f"error: {exc}", error=True)
+            if span is not None:
+                span.set_attribute("maslab.tool_error", outcome.error)
         duration = time.perf_counter() - started
         self.tool_calls.append(
             ToolRecord(
@@ -366,13 +371,27 @@ class Context:
     ) -> Completion:
         """Run one call and fill in its record; any failure (cancellation too) marks it failed
         and propagates."""
-        try:
-            async with self._slot():
-                completion = await handle.complete(request)
-        except BaseException as exc:
-            record.error = redact(f"{type(exc).__name__}: {exc}".removesuffix(": "))
-            record.attempts = getattr(exc, "attempts", 1)
-            raise
+        attributes = {
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": handle.name,
+            "maslab.task": self.sample_id, "maslab.repeat": self.repeat,
+            "maslab.agent": record.agent, "maslab.round": record.round,
+            "maslab.purpose": record.purpose,
+        }  # fmt: skip
+        with telemetry.span(f"chat {handle.name}", attributes) as span:
+            try:
+                async with self._slot():
+                    completion = await handle.complete(request)
+            except BaseException as exc:
+                record.error = redact(f"{type(exc).__name__}: {exc}".removesuffix(": "))
+                record.attempts = getattr(exc, "attempts", 1)
+                raise
+            if span is not None:
+                span.set_attributes({
+                    "gen_ai.usage.input_tokens": completion.usage.prompt_tokens,
+                    "gen_ai.usage.output_tokens": completion.usage.completion_tokens,
+                    "gen_ai.response.finish_reasons": [completion.finish_reason or "stop"],
+                    "maslab.cached": completion.cached,
+                })  # fmt: skip
         self._answered += 1
         record.prompt_tokens = completion.usage.prompt_tokens
         record.completion_tokens = completion.usage.completion_tokens

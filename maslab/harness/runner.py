@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from maslab import defaults
+from maslab import defaults, telemetry
 from maslab.bench.benchmark import Benchmark, get_benchmark
 from maslab.bench.evaluation import Evaluator, get_evaluator, identity_options
 from maslab.core.context import Budget, check_sampling
@@ -404,13 +404,18 @@ class Runner:
         todo = self.todo if self.todo is not None else self.open()
         calls = self._call_gate()
         samples = asyncio.Semaphore(self.config.concurrency)
+        c = self.config
+        about = {"maslab.method": c.method, "maslab.benchmark": c.benchmark,
+                 "gen_ai.request.model": c.model, "maslab.run": str(self.store.dir),
+                 "maslab.samples": len(todo)}  # fmt: skip
         try:
-            if self.config.optimize_on is not None:
-                await self._optimize(calls)
-            if self.cluster is not None:
-                await self.cluster.run(self, todo)
-            else:
-                await all_or_first_failure(self._sample(t, r, calls, samples) for t, r in todo)
+            with telemetry.span(f"maslab run {c.method} {c.benchmark}", about):
+                if self.config.optimize_on is not None:
+                    await self._optimize(calls)
+                if self.cluster is not None:
+                    await self.cluster.run(self, todo)
+                else:
+                    await all_or_first_failure(self._sample(t, r, calls, samples) for t, r in todo)
         finally:
             self.store.close()
             await self.solver.aclose()

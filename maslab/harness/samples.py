@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from maslab import telemetry
 from maslab.analysis.triage import signals, truncated_calls
 from maslab.bench.evaluation import Evaluator
 from maslab.core.context import Budget, Context
@@ -183,8 +184,15 @@ class SampleSolver:
         environment = self.environment(task) if self.environment is not None else None
         ctx = self.context(task.id, repeat, calls, self.config.budget(), environment)
         started = time.monotonic()
-        with unsafe_no_sandbox(self.config.unsafe_no_sandbox):
+        about = {"maslab.task": task.id, "maslab.repeat": repeat}
+        with (
+            telemetry.span(f"maslab sample {task.id}", about) as span,
+            unsafe_no_sandbox(self.config.unsafe_no_sandbox),
+        ):
             record, failure = await self._solve_and_score(task, ctx)
+            if span is not None:
+                span.set_attributes({"maslab.status": record.status,
+                                     "maslab.correct": record.correct})  # fmt: skip
         elapsed = time.monotonic() - started
         line = trace(task.id, repeat, task.prompt(), ctx, task)
         update = {

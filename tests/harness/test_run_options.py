@@ -65,6 +65,7 @@ BEYOND = "a sampling parameter beyond temperature and max_tokens: only a sweep's
 # The options on only some surfaces: option -> (those surfaces, why). Nothing else may differ.
 ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
     "imports": (frozenset({CLI}), f"Python code imports its plugins itself; {SWEEP_COMMAND}"),
+    "otel": (frozenset({CLI}), f"Python calls maslab.telemetry.enable(); {SWEEP_COMMAND}"),
     "backend": (RUN_ONLY, f"where samples are solved, not what a cell is; {SWEEP_COMMAND}"),
     "address": (RUN_ONLY, f"the Ray cluster of --backend ray; {SWEEP_COMMAND}"),
     "workers": (RUN_ONLY, f"Ray's worker slots; {SWEEP_COMMAND}"),
@@ -179,7 +180,7 @@ def test_run_options_are_the_same_on_the_cli_in_python_and_in_a_sweep_file():
 def test_the_sweep_command_takes_what_the_sweep_file_leaves_to_it():
     """Each option :data:`ONLY_ON` leaves to ``maslab sweep``'s command line is there."""
     left = {o for o, (_, why) in ONLY_ON.items() if SWEEP_COMMAND in why}
-    assert left == {"imports", "backend", "address", "workers", "shards", "progress"}
+    assert left == {"imports", "otel", "backend", "address", "workers", "shards", "progress"}
     assert left <= {canonical_flag(flag) for flag in flags("sweep")}
 
 
