@@ -87,12 +87,14 @@ async def execute(
     progress: bool | Progress = False,
     report: bool = True,
     label: str | None = None,
+    tracking_parent: str | None = None,
 ) -> RunResult:
     """Open (or resume) the runner's directory and run the samples still to do, with a live
     progress bar on stderr when ``progress`` is True, or a line in ``progress`` when it is a
     display of several runs (:func:`maslab.harness.progress.run_lines`), named ``label`` (by default
-    method · benchmark · model); then write the run's ``report.html`` when ``report``, and
-    return the run as read back."""
+    method · benchmark · model); then write the run's ``report.html`` when ``report``, log the
+    run to its tracker if it has one (under the tracker's run ``tracking_parent``, a sweep's),
+    and return the run as read back."""
     runner.open()
     try:
         if progress:
@@ -113,7 +115,12 @@ async def execute(
         from maslab.report import build_report
 
         build_report([runner.store.dir], runner.store.dir / "report.html")
-    return RunResult.read(runner.store)
+    result = RunResult.read(runner.store)
+    if runner.config.log_to == "mlflow":
+        from maslab.harness.tracking import log_run
+
+        log_run(result, parent=tracking_parent)
+    return result
 
 
 async def aevaluate(

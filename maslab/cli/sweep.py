@@ -42,8 +42,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from maslab.report import build_report
 
     sweep = load_sweep(args.file, models=args.model)
-    if args.concurrency is not None:
-        sweep = sweep.model_copy(update={"concurrency": args.concurrency})
+    for key in ("concurrency", "log_to"):  # the command line's over the file's
+        if getattr(args, key) is not None:
+            sweep = sweep.model_copy(update={key: getattr(args, key)})
     cells = select(sweep.cells(limit=args.limit), args.only)
     finished, failed = run_sweep(cells, args, args.max_cells or sweep.max_cells, str(args.file))
     console.print(f"sweep done: {len(finished)} of {len(cells)} runs finished under {sweep.out}")
@@ -78,9 +79,16 @@ def run_sweep(
         print_failures(failed)
         raise ConfigError(f"no cell of {what} could start; the table above says why")
     finished: list[Path] = []
+    parent = None
+    if any(cell.config.log_to == "mlflow" for cell, _ in ready):
+        from maslab.harness.tracking import start_parent
+
+        parent = start_parent(what)
     # on Ray every cell runs at once: its shards queue for the workers in the file's order
     with workers.running(cells[0].config) if workers else nullcontext():
-        outcomes = _run_cells(ready, shared, len(ready) if workers else max_cells, quiet=args.quiet)
+        outcomes = _run_cells(
+            ready, shared, len(ready) if workers else max_cells, quiet=args.quiet, parent=parent
+        )
     for cell, result, why in outcomes:
         if result is None:  # e.g. an endpoint that cannot be reached
             failed.append((cell, "while running", why))
@@ -88,18 +96,27 @@ def run_sweep(
         finished.append(result.dir)
         if errors := result.summary.describe_errors(limit=1):
             failed.append((cell, "samples errored", errors))
+    if parent is not None:
+        from maslab.harness.tracking import end_parent
+
+        end_parent(parent, failed=bool(failed))
     return finished, failed
 
 
 def _run_cells(
-    ready: list[tuple[Cell, Runner]], shared: SharedResources, max_cells: int, *, quiet: bool
+    ready: list[tuple[Cell, Runner]],
+    shared: SharedResources,
+    max_cells: int,
+    *,
+    quiet: bool,
+    parent: str | None,
 ) -> list[Outcome]:
     """Run the cells, ``max_cells`` at once, in one event loop; each cell's summary is printed
     as it finishes (its first line only when ``quiet``). Ctrl-C stops them all, each saving
     what it finished. Runs on a :func:`steady_heap`, as ``maslab run`` does."""
     try:
         with steady_heap():
-            return asyncio.run(_cells(ready, shared, max_cells, quiet=quiet))
+            return asyncio.run(_cells(ready, shared, max_cells, quiet=quiet, parent=parent))
     except (KeyboardInterrupt, OSError) as exc:  # main() reports the cause and what was saved
         opened = [runner for _, runner in ready if runner.todo is not None]
         saved = sum(len(runner.store.results()) for runner in opened)
@@ -111,7 +128,12 @@ def _run_cells(
 
 
 async def _cells(
-    ready: list[tuple[Cell, Runner]], shared: SharedResources, max_cells: int, *, quiet: bool
+    ready: list[tuple[Cell, Runner]],
+    shared: SharedResources,
+    max_cells: int,
+    *,
+    quiet: bool,
+    parent: str | None,
 ) -> list[Outcome]:
     from maslab.harness.progress import run_lines
     from maslab.harness.runner import all_or_first_failure
@@ -122,7 +144,7 @@ async def _cells(
 
     async def cell_run(i: int, cell: Cell, runner: Runner) -> None:
         async with slots:
-            outcomes[i] = await _cell(cell, runner, lines)
+            outcomes[i] = await _cell(cell, runner, lines, parent)
 
     try:
         with lines or nullcontext():
@@ -134,7 +156,7 @@ async def _cells(
     return [outcomes[i] for i in range(len(ready))]
 
 
-async def _cell(cell: Cell, runner: Runner, lines: Progress | None) -> Outcome:
+async def _cell(cell: Cell, runner: Runner, lines: Progress | None, parent: str | None) -> Outcome:
     """Run one cell (a line in ``lines``, unless None) and print its summary; a cell that
     fails (an endpoint that cannot be reached, a directory holding another run) is an
     outcome, not a stop."""
@@ -142,7 +164,11 @@ async def _cell(cell: Cell, runner: Runner, lines: Progress | None) -> Outcome:
 
     try:
         result = await harness.execute(
-            runner, progress=lines or False, report=False, label=str(cell)
+            runner,
+            progress=lines or False,
+            report=False,
+            label=str(cell),
+            tracking_parent=parent,
         )
     except MaslabError as exc:
         console.print(f"[yellow]{escape(str(cell))} failed: {escape(str(exc))}[/]")
@@ -181,6 +207,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="run on this model instead of the file's models; repeatable",
     )
     p.add_argument("--limit", type=COUNT, help="at most N tasks per cell")
+    p.add_argument(
+        "--log-to",
+        choices=("mlflow",),
+        help="log the sweep to an experiment tracker (over the file's log_to:): a parent run, "
+        "its cells' runs under it; MLFLOW_TRACKING_URI names the server",
+    )
     p.add_argument(
         "--concurrency",
         type=COUNT,

@@ -162,6 +162,10 @@ def configure(
         )
     if o.out is not None and Path(o.out).exists() and not Path(o.out).is_dir():
         raise ConfigError(f"{option('out')} {o.out} is a file; name a run directory")
+    if o.log_to is not None:
+        from maslab.harness.tracking import check_tracker
+
+        check_tracker(o.log_to)
     cache = default_response_cache() if o.cache is True else o.cache
     try:
         return RunConfig(
@@ -190,6 +194,7 @@ def configure(
             strict_sandbox=o.strict_sandbox,
             unsafe_no_sandbox=o.unsafe_no_sandbox,
             native=o.native,
+            log_to=o.log_to,
             optimize_on=o.optimize_on,
             optimize_limit=o.optimize_limit,
             shard=shard,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -124,6 +124,11 @@ class RunOptions(BaseModel):
         "offers them (off: every call on the text protocol, for comparisons with text-only "
         "servers)",
     )
+    log_to: Literal["mlflow"] | None = Field(
+        None,
+        description="log the finished run to an experiment tracker: mlflow (the tracking URI "
+        "from MLFLOW_TRACKING_URI, else MLflow's default; pip install 'maslab[mlflow]')",
+    )
     optimize_on: str | None = Field(
         None,
         description="let the method learn (its optimize step) on this split before the test "
@@ -174,6 +179,7 @@ class RunKeywords(TypedDict, total=False):
     strict_sandbox: bool
     unsafe_no_sandbox: bool
     native: bool
+    log_to: Literal["mlflow"] | None
     optimize_on: str | None
     optimize_limit: int | None
     shard: str | tuple[int, int] | None

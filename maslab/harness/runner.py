@@ -26,7 +26,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -153,6 +153,9 @@ class RunConfig(BaseModel):
     strict_sandbox: bool = False
     unsafe_no_sandbox: bool = False
     native: bool = True
+    log_to: Literal["mlflow"] | None = None
+    """The experiment tracker the finished run is logged to (:mod:`maslab.harness.tracking`);
+    not part of what the run is."""
     optimize_on: str | None = None
     optimize_limit: int | None = Field(None, ge=1)
     shard: tuple[int, int] | None = None

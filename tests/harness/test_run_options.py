@@ -253,6 +253,7 @@ SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "strict_sandbox": ("vanilla", {"strict_sandbox": True}),
     "unsafe_no_sandbox": ("vanilla", {"unsafe_no_sandbox": True}),
     "native": ("vanilla", {"native": False}),
+    "log_to": ("vanilla", {"log_to": "mlflow"}),
     "optimize_on": ("dylan", {"optimize_on": "dev"}),
     "optimize_limit": ("dylan", {"optimize_on": "dev", "optimize_limit": 2}),
 }

@@ -27,6 +27,7 @@ NOT_IDENTITY = {
     "unsafe_no_sandbox": "likewise",
     "shard": "a shard is part of the whole run, merged back by identity",
     "out": "where the run is, not what",
+    "log_to": "where the finished run is logged, not what it is",
 }
 # RunConfig fields the identity holds under another name, or through the dataset hash.
 FOLDED = {
