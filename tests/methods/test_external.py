@@ -5,7 +5,6 @@ streaming, tools, model roles, and the door's refusals."""
 
 from __future__ import annotations
 
-import asyncio
 import textwrap
 from pathlib import Path
 
@@ -149,8 +148,16 @@ async def test_the_door_streams_routes_roles_and_refuses_strangers():
             async with httpx.AsyncClient() as http:
                 found = await http.get(client.base_url.removesuffix("/v1") + "/v1/embeddings")
             assert found.status_code == 404 and found.json()["error"]["code"] == "unknown_url"
-            await asyncio.sleep(0)
-        assert [(r.agent, r.model) for r in ctx.ledger.records] == [
+            await api.chat.completions.create(  # JSON mode reaches the model as asked
+                model="default", messages=[{"role": "user", "content": "x"}],
+                response_format={"type": "json_object"},
+            )  # fmt: skip
+            assert server.request_log[-1]["body"]["response_format"] == {"type": "json_object"}
+        with pytest.raises(openai.APIConnectionError):  # the door ended with its block
+            await api.chat.completions.create(
+                model="default", messages=[{"role": "user", "content": "x"}]
+            )
+        assert [(r.agent, r.model) for r in ctx.ledger.records][:2] == [
             ("default", f"openai:fake@{server.base_url}"),
             ("critic", f"openai:critic@{server.base_url}"),
         ]
