@@ -5,8 +5,9 @@ its calls as the sample's own (the ``external`` method).
 :func:`front_door` serves one sample, for as long as the ``async with`` lasts, and gives its
 :class:`ClientConfig`: the base URL, a key that only this sample's door accepts, and the model
 names it routes (``model``: the sample's model; each model role's name: that role's model and
-sampling). Each request becomes a call of the sample's context
-(:meth:`~maslab.core.context.Context.chat`): budgeted, cached and replayed by draw, retried,
+sampling; each alias of the run's endpoints file: that alias's servers). Each request becomes
+a call of the sample's context (:meth:`~maslab.core.context.Context.chat`): budgeted, cached
+and replayed by draw, retried,
 gated under the run's concurrency and the endpoints' caps, traced and counted, under the agent
 name the client sends (the body's ``user``, else the ``X-Agent`` header, else the model name).
 
@@ -80,9 +81,11 @@ class FrontDoor:
     _numbers: itertools.count[int] = field(default_factory=itertools.count)
 
     def routes(self) -> dict[str, str | None]:
-        """Model name -> the spec it routes to (None: the sample's model)."""
+        """Model name -> the spec it routes to (None: the sample's model): ``default``, each
+        model role, and each alias of the run's endpoints file (``openai:<alias>``)."""
+        aliases = {alias: f"openai:{alias}" for alias in self.ctx.models.endpoints or {}}
         roles = {name: entry.get("model") for name, entry in self.ctx.model_roles.items()}
-        return {DEFAULT_MODEL: None, **roles}
+        return {**aliases, DEFAULT_MODEL: None, **roles}
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         if denied := self._denied(request):

@@ -16,6 +16,7 @@ import maslab
 from maslab.core.context import Context
 from maslab.errors import ConfigError
 from maslab.kit.front_door import front_door
+from maslab.llm.pool import ModelPool
 from maslab.llm.scripted import Reply
 from maslab.llm.types import FunctionCall
 from maslab.store.run_store import RunStore
@@ -116,15 +117,20 @@ def test_sixteen_samples_in_flight_keep_their_own_calls(system, tmp_path):
 async def test_the_door_streams_routes_roles_and_refuses_strangers():
     calls = [FunctionCall("c1", "add", '{"a": 1}')]
     with FakeOpenAIServer(lambda request: Reply("", calls) if request.tools else "hi") as server:
+        endpoints = {"fast": [{"base_url": server.base_url, "model": "fast-model"}]}
         ctx = Context(
             f"openai:fake@{server.base_url}",
             model_roles={"critic": {"model": f"openai:critic@{server.base_url}"}},
-            sample_id="s", seed=0,
+            sample_id="s", seed=0, models=ModelPool(endpoints=endpoints),
         )  # fmt: skip
         async with front_door(ctx) as (_, client):
             api = openai.AsyncOpenAI(base_url=client.base_url, api_key=client.api_key,
                                      max_retries=0)  # fmt: skip
-            assert set(client.models) == {"default", "critic"}
+            assert set(client.models) == {"default", "critic", "fast"}
+            await api.chat.completions.create(  # an alias of the run's endpoints file
+                model="fast", user="quick", messages=[{"role": "user", "content": "x"}]
+            )
+            assert server.request_log[-1]["body"]["model"] == "fast-model"
             stream = await api.chat.completions.create(
                 model="default", messages=[{"role": "user", "content": "x"}], stream=True
             )
@@ -157,7 +163,8 @@ async def test_the_door_streams_routes_roles_and_refuses_strangers():
             await api.chat.completions.create(
                 model="default", messages=[{"role": "user", "content": "x"}]
             )
-        assert [(r.agent, r.model) for r in ctx.ledger.records][:2] == [
+        assert [(r.agent, r.model) for r in ctx.ledger.records][:3] == [
+            ("quick", "openai:fast"),
             ("default", f"openai:fake@{server.base_url}"),
             ("critic", f"openai:critic@{server.base_url}"),
         ]
