@@ -12,6 +12,7 @@ end by itself (``hold_s`` of a few seconds), or the run would wait for it.
 from __future__ import annotations
 
 import itertools
+import signal
 
 HOLD_S = 3600.0  # a held request waits this long, or until the server stops (which wakes it)
 
@@ -35,3 +36,10 @@ class AnswerThenHold:
     def release(self) -> None:
         """Answer every later request after ``latency`` (the held ones wait for the stop)."""
         self.holding = False
+
+
+def interruptible() -> None:
+    """Give a child process Ctrl-C back (its ``preexec_fn``): a test suite started in the
+    background (``cmd &``) hands its children SIGINT ignored, and a Python that starts with it
+    ignored never raises KeyboardInterrupt, whatever maslab does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 import pytest
-from holding import AnswerThenHold
+from holding import AnswerThenHold, interruptible
 from rich.console import Console
 
 from maslab import ConfigError, Context, get_benchmark, get_method, load_model
@@ -522,6 +522,7 @@ def maslab(*args: str, **kwargs: object) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
         **kwargs,
     )
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from holding import AnswerThenHold
+from holding import AnswerThenHold, interruptible
 from rich.console import Console
 
 from maslab.cli import main
@@ -134,7 +134,7 @@ def test_ctrl_c_stops_every_running_cell_and_says_what_was_saved(tmp_path):
         process = subprocess.Popen(
             [sys.executable, "-m", "maslab.cli", "sweep", str(sweep), "--quiet",
              "--max-cells", "2"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible,
         )  # fmt: skip
         deadline = time.monotonic() + 120  # a guard against a hang
         while time.monotonic() < deadline and sum(finished(tmp_path)) < 2:

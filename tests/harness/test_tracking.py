@@ -16,6 +16,7 @@ mlflow = pytest.importorskip("mlflow")
 
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch) -> mlflow.tracking.MlflowClient:
+    monkeypatch.chdir(tmp_path)  # MLflow keeps a SQLite store's artifacts in ./mlruns
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "tests")
     from mlflow.tracking import MlflowClient
