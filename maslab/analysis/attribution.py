@@ -33,18 +33,17 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 from pydantic import Field
 
+from maslab.analysis.strategies import Strategy
 from maslab.core.context import Context
 from maslab.kit.structured import Reply, ask
 from maslab.llm.pool import ModelPool
 from maslab.store.records import AttributionRecord, ResultRecord, Trace
 from maslab.store.run_store import RunStore
 
-Strategy = Literal["all_at_once", "step_by_step", "binary_search"]
-STRATEGIES: tuple[str, ...] = get_args(Strategy)
 JUDGE = "attribution_judge"
 SHOWN_CHARS = 2000
 """Characters of one message the judge is shown (a longer one is cut, the cut marked)."""

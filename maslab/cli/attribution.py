@@ -8,17 +8,22 @@ import argparse
 import asyncio
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from maslab.analysis.attribution import STRATEGIES, attribute_run, failed, tally
+from maslab.analysis.strategies import STRATEGIES
 from maslab.cli.console import COUNT, console, plain_table
-from maslab.llm.pool import ModelPool
-from maslab.store.records import AttributionRecord
-from maslab.store.run_store import existing_run
+
+if TYPE_CHECKING:
+    from maslab.store.records import AttributionRecord
 
 
 async def _attribute_all(args: argparse.Namespace) -> list[tuple[str, list[AttributionRecord]]]:
     """Each run's method and its attributions by this strategy and judge, after attributing
     what was left; a line per run on the way."""
+    from maslab.analysis.attribution import attribute_run, failed
+    from maslab.llm.pool import ModelPool
+    from maslab.store.run_store import existing_run
+
     models = ModelPool(endpoints=args.endpoints)
     found: list[tuple[str, list[AttributionRecord]]] = []
     try:
@@ -46,6 +51,8 @@ async def _attribute_all(args: argparse.Namespace) -> list[tuple[str, list[Attri
 
 def _table(found: list[tuple[str, list[AttributionRecord]]]) -> str:
     """Failures per method and role, most first, with their share of the method's."""
+    from maslab.analysis.attribution import tally
+
     rows = []
     for method, attributions in found:
         counts: Counter[str] = tally(attributions, "role")

@@ -16,16 +16,15 @@ from typing import Any
 
 import orjson
 
-from maslab.analysis.frames import load_runs
-from maslab.analysis.run_result import SAMPLE_COLUMNS
 from maslab.cli.console import console, output_file
 from maslab.cli.reading import SCORING_HELP
 from maslab.errors import ConfigError
-from maslab.store.run_store import write_atomically
 
 
 def _csv(rows: list[dict[str, Any]]) -> bytes:
     text = io.StringIO(newline="")
+    from maslab.analysis.run_result import SAMPLE_COLUMNS
+
     writer = csv.DictWriter(text, fieldnames=list(SAMPLE_COLUMNS))
     writer.writeheader()
     writer.writerows(rows)
@@ -43,6 +42,8 @@ def _parquet(rows: list[dict[str, Any]]) -> bytes:
     except ImportError:
         raise ConfigError("writing parquet needs pyarrow: pip install 'maslab[hf]'") from None
     types = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    from maslab.analysis.run_result import SAMPLE_COLUMNS
+
     schema = pa.schema([(name, types[kind]) for name, kind in SAMPLE_COLUMNS.items()])
     buffer = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), buffer)
@@ -68,6 +69,9 @@ def _format(args: argparse.Namespace) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from maslab.analysis.frames import load_runs
+    from maslab.store.run_store import write_atomically
+
     runs = load_runs(args.runs, args.scoring)
     if args.output is None and len(runs) > 1:
         raise ConfigError(

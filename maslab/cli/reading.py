@@ -11,13 +11,13 @@ from rich.markup import escape
 
 from maslab.cli.console import console, number, output_file
 from maslab.errors import ConfigError
-from maslab.store.run_store import existing_run
 
 SCORING_HELP = "the verdicts of this scoring (maslab score --label) instead of the run's own"
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from maslab.report import build_report
+    from maslab.store.run_store import existing_run
 
     for run in args.runs:
         existing_run(run)
@@ -39,6 +39,7 @@ def _load_prices(path: Path) -> dict[str, tuple[float, float]]:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from maslab.report.show import show_run, show_task
+    from maslab.store.run_store import existing_run
 
     store = existing_run(args.run)
     if args.task_id is None:
@@ -52,6 +53,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from maslab.analysis.comparison import compare
     from maslab.analysis.run_result import RunResult
+    from maslab.store.run_store import existing_run
 
     a, b = (RunResult.read(existing_run(run), args.scoring) for run in (args.run_a, args.run_b))
     comparison = compare(a, b, pair_by_id=args.pair_by_id)
@@ -67,6 +69,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     from maslab.bench.benchmark import get_benchmark
     from maslab.bench.evaluation import get_evaluator
     from maslab.harness.sweep import judge_options, unused_judge
+    from maslab.store.run_store import existing_run
 
     store = existing_run(args.run)
     options_a = judge_options(args.evaluator_a, args.judge_model)

@@ -6,14 +6,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from maslab.analysis.rescoring import Rescoring, rescore_run
-from maslab.bench.evaluation import Evaluator, get_evaluator
 from maslab.cli.console import COUNT, console
-from maslab.harness.configure import scoring_options
-from maslab.harness.samples import build_evaluator
-from maslab.llm.pool import ModelPool
-from maslab.store.run_store import RunStore, existing_run
+
+if TYPE_CHECKING:
+    from maslab.analysis.rescoring import Rescoring
+    from maslab.bench.evaluation import Evaluator
+    from maslab.llm.pool import ModelPool
+    from maslab.store.run_store import RunStore
 
 OPTION = "--evaluator-option"
 
@@ -21,12 +22,19 @@ OPTION = "--evaluator-option"
 def evaluator_of(args: argparse.Namespace, models: ModelPool) -> Evaluator:
     """The evaluator ``--evaluator`` names, with its ``--evaluator-option`` options and any
     ``--judge-model``, checked as ``maslab run`` checks them and built on ``models``."""
+    from maslab.bench.evaluation import get_evaluator
+    from maslab.harness.configure import scoring_options
+    from maslab.harness.samples import build_evaluator
+
     options = scoring_options(args.evaluator, args.evaluator_options, args.judge_model,
                               judge_flag="--judge-model", option_flag=OPTION)  # fmt: skip
     return build_evaluator(get_evaluator(args.evaluator), options, models)
 
 
 async def _score(args: argparse.Namespace, store: RunStore) -> Rescoring:
+    from maslab.analysis.rescoring import rescore_run
+    from maslab.llm.pool import ModelPool
+
     models = ModelPool(endpoints=args.endpoints)
     try:
         evaluator = evaluator_of(args, models)
@@ -42,6 +50,8 @@ async def _score(args: argparse.Namespace, store: RunStore) -> Rescoring:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from maslab.store.run_store import existing_run
+
     store = existing_run(args.run)
     rescoring = asyncio.run(_score(args, store))
     for line in rescoring.describe(store.manifest()):

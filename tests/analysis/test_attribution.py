@@ -15,7 +15,8 @@ import pytest
 from helpers import lines
 
 import maslab
-from maslab.analysis.attribution import STRATEGIES, calls_bound
+from maslab.analysis.attribution import calls_bound
+from maslab.analysis.strategies import STRATEGIES
 from maslab.bench.benchmark import get_benchmark
 from maslab.cli import main
 from maslab.core.method import get_method
