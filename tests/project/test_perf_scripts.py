@@ -64,6 +64,10 @@ SMOKE: dict[str, tuple[str, list[str]]] = {
         "--tasks 1",
         ["report.bytes", "report.svg_bytes", "report.png_bytes"],
     ),
+    "startup.py": (
+        "--runs 1",
+        ["commands.0.wall_s", "commands.2.wall_s", "imports.0.ms"],
+    ),
     "scale.py": (
         "--tasks 5 --concurrency 8 --latency 0.01",
         ["run.engine_ratio", "run.memory_at", "run.errors", "run.after.resume.requests"],
