@@ -41,6 +41,7 @@ from maslab.sandbox import IsolationMissing, isolation_refusal, unsafe_no_sandbo
 from maslab.store.records import (
     CACHED_KEYS,
     SPENT_KEYS,
+    Key,
     Manifest,
     ResultRecord,
     ScoringRecord,
@@ -120,6 +121,14 @@ def scored_by(store: RunStore, label: str, records: Sequence[ResultRecord]) -> l
             f"with --label {label} again"
         )
     return [applied(r, scorings[r.key]) if r.key in scorings else r for r in records]
+
+
+def scorings_by_sample(store: RunStore) -> dict[Key, list[ScoringRecord]]:
+    """Each sample's scorings (the latest by each label), by (task, repeat)."""
+    found: dict[Key, list[ScoringRecord]] = {}
+    for made in store.scorings():
+        found.setdefault((made.task_id, made.repeat), []).append(made)
+    return found
 
 
 def changed_verdicts(original: Sequence[ResultRecord], rescored: Sequence[ResultRecord]) -> int:

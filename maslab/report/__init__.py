@@ -23,7 +23,12 @@ from urllib.parse import urlsplit
 import orjson
 
 from maslab.analysis import trajectory
-from maslab.analysis.rescoring import describe_scoring, describe_scorings, scored_by
+from maslab.analysis.rescoring import (
+    describe_scoring,
+    describe_scorings,
+    scored_by,
+    scorings_by_sample,
+)
 from maslab.analysis.stats import Summary, summarize
 from maslab.core.roles import describe_model_roles
 from maslab.report import attribution_html, tools_html
@@ -120,12 +125,9 @@ def _load(directory: str | Path, anchor: str, scoring: str | None) -> _Run:
     summary = summarize(records, superseded=superseded, optimization=store.optimizations())
     figures = trace_figures(store, records)
     triage = report_triage.triage(records, figures.signals)
-    verdicts: dict[Key, list[ScoringRecord]] = {}
-    for made in store.scorings():
-        verdicts.setdefault((made.task_id, made.repeat), []).append(made)
     return _Run(
         store, anchor, store.manifest(), records, summary, figures, triage, store.attributions(),
-        describe_scorings(store, own), verdicts, scoring,
+        describe_scorings(store, own), scorings_by_sample(store), scoring,
     )  # fmt: skip
 
 

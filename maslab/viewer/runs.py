@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maslab.analysis.rescoring import scored_by
+from maslab.analysis.rescoring import scored_by, scorings_by_sample
 from maslab.analysis.stats import Summary, summarize
 from maslab.errors import ConfigError
 from maslab.report import run_labels
@@ -95,9 +95,7 @@ class Run:
                     raise
                 return
         records.sort(key=lambda r: r.key)
-        self.verdicts = {}
-        for made in self.store.scorings():
-            self.verdicts.setdefault((made.task_id, made.repeat), []).append(made)
+        self.verdicts = scorings_by_sample(self.store)
         optimization = self.store.optimizations()
         self.records = records
         self.summary = summarize(records, superseded=superseded, optimization=optimization)
