@@ -119,7 +119,8 @@ async def execute(
     if runner.config.log_to == "mlflow":
         from maslab.harness.tracking import log_run
 
-        log_run(result, parent=tracking_parent)
+        # off the loop: a sweep's other cells run on while MLflow writes
+        await asyncio.to_thread(log_run, result, parent=tracking_parent)
     return result
 
 
