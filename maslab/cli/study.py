@@ -17,7 +17,9 @@ from maslab.cli.run import backend_options
 from maslab.cli.sweep import print_failures, run_sweep
 
 if TYPE_CHECKING:
-    from maslab.studies.base import Study, StudyOptions, Table
+    from maslab.studies.base import Study, StudyOptions, StudyRuns, Table
+    from maslab.studies.figures import PaperFigures
+    from maslab.studies.running import StudyRecord
 
 
 def table_lines(table: Table) -> list[str]:
@@ -101,26 +103,26 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the study's cells for the models given, then write and print its report."""
     from maslab.harness.sweep import select
-    from maslab.studies.running import record_models, study_sweep
+    from maslab.studies.running import collect, record_models, study_sweep
 
     study, options, out = _options(args)
+    figures = _figures(study, args.against)  # a wrong --against is said before anything runs
     cells = select(study_sweep(study, options, out).cells(), args.only)
     record_models(out, args.name, options)
     finished, failed = run_sweep(cells, args, args.max_cells, f"study {args.name}")
     console.print(f"study {args.name}: {len(finished)} of {len(cells)} runs finished under {out}")
-    asyncio.run(_after_runs(study, out, options))
-    _report(out, args.against)
+    _, record, runs = collect(out)
+    asyncio.run(_after_runs(study, out, options, runs))
+    _report(out, study, record, runs, figures, args.against)
     if failed:
         print_failures(failed)
     return 1 if failed else 0
 
 
-async def _after_runs(study: Study, out: Path, options: StudyOptions) -> None:
+async def _after_runs(study: Study, out: Path, options: StudyOptions, runs: StudyRuns) -> None:
     from maslab.llm.pool import ModelPool
     from maslab.paths import default_response_cache
-    from maslab.studies.running import collect
 
-    _, _, runs = collect(out)
     models = ModelPool(endpoints=options.endpoints, cache=default_response_cache())
     try:
         await study.after_runs(out, runs, options, models)
@@ -129,15 +131,16 @@ async def _after_runs(study: Study, out: Path, options: StudyOptions) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    _report(args.dir, args.against)
+    from maslab.studies.running import collect
+
+    study, record, runs = collect(args.dir)
+    _report(args.dir, study, record, runs, _figures(study, args.against), args.against)
     return 0
 
 
-def _report(out: Path, against: str | None) -> None:
-    from maslab.studies.report import describe_cost, write_page
-    from maslab.studies.running import collect
-
-    study, record, runs = collect(out)
+def _figures(study: Study, against: str | None) -> PaperFigures | None:
+    """The study's paper figures; a one-line ConfigError for an ``against`` that names none of
+    the paper's models."""
     figures = study.paper_figures()
     if against is not None and figures is not None and against not in figures.models():
         from maslab.errors import ConfigError
@@ -145,6 +148,20 @@ def _report(out: Path, against: str | None) -> None:
         raise ConfigError(
             f"--against {against}: the paper's models are {', '.join(figures.models())}"
         )
+    return figures
+
+
+def _report(
+    out: Path,
+    study: Study,
+    record: StudyRecord,
+    runs: StudyRuns,
+    figures: PaperFigures | None,
+    against: str | None,
+) -> None:
+    """Print the study's analysis and write its page."""
+    from maslab.studies.report import describe_cost, write_page
+
     analysis = study.analyse(runs, figures, against)
     for table in analysis.tables:
         for line in table_lines(table):

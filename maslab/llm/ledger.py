@@ -72,6 +72,11 @@ class UsageTotals:
         """Newly spent tokens."""
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def used_tokens(self) -> int:
+        """Tokens used: newly spent plus replayed from the cache."""
+        return self.total_tokens + self.cached_prompt_tokens + self.cached_completion_tokens
+
     def to_dict(self) -> dict[str, Any]:
         """Its fields as a dict (what ``dataclasses.asdict`` gives, without its deep copy)."""
         return {name: getattr(self, name) for name in _TOTALS_FIELDS}

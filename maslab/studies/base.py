@@ -132,6 +132,8 @@ class Study:
     None: the study's grid fixes its benchmarks."""
     default_repeats: ClassVar[int] = 1
     """The repeats of each task unless ``--repeats`` says otherwise."""
+    methods: ClassVar[tuple[str, ...]] = ()
+    """A study on one benchmark: the methods its default :meth:`sweep` runs there."""
 
     def benchmark_of(self, options: StudyOptions) -> str:
         """The one benchmark the study runs on: the user's choice, else its default."""
@@ -141,8 +143,14 @@ class Study:
 
     def sweep(self, options: StudyOptions, out: Path) -> dict[str, Any]:
         """The sweep file's content (a mapping, as YAML would give it) for ``options``, its
-        runs under ``out``."""
-        raise NotImplementedError
+        runs under ``out``; by default, a study on one benchmark's: its :attr:`methods` there."""
+        if not self.methods:
+            raise NotImplementedError
+        return {
+            **common_options(options, out),
+            "methods": list(self.methods),
+            "benchmarks": [self.benchmark_of(options)],
+        }
 
     async def after_runs(
         self, out: Path, runs: StudyRuns, options: StudyOptions, models: ModelPool

@@ -46,9 +46,13 @@ class Estimate:
 
     def describe(self, percent: bool = True) -> str:
         """'54.0 [50.1, 57.9]' (percent points), or '0.54 [0.50, 0.58]'."""
-        if percent:
-            return f"{100 * self.value:.1f} [{100 * self.low:.1f}, {100 * self.high:.1f}]"
-        return f"{self.value:.3g} [{self.low:.3g}, {self.high:.3g}]"
+        value, low, high = (figure(x, percent) for x in (self.value, self.low, self.high))
+        return f"{value} [{low}, {high}]"
+
+
+def figure(value: float, percent: bool) -> str:
+    """A figure as the studies show it: percent points to one decimal, else three digits."""
+    return f"{100 * value:.1f}" if percent else f"{value:.3g}"
 
 
 def mean_of(estimates: Sequence[Estimate], bounds: tuple[float, float] = (0.0, 1.0)) -> Estimate:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from maslab.store.run_store import partial_file
 from maslab.studies.base import Analysis, Cell, Study, Table
+from maslab.studies.estimates import figure
 from maslab.studies.running import StudyRecord
 
 VERDICT_CLASS = {
@@ -22,13 +23,8 @@ VERDICT_CLASS = {
 }  # fmt: skip
 
 
-def _number(value: float, percent: bool) -> str:
-    """A figure as the tables show it: percent points to one decimal, else three digits."""
-    return f"{100 * value:.1f}" if percent else f"{value:.3g}"
-
-
 def _paper(cell: Cell, percent: bool) -> str:
-    return "—" if cell.paper is None else _number(cell.paper, percent)
+    return "—" if cell.paper is None else figure(cell.paper, percent)
 
 
 def cell_text(cell: Cell, percent: bool = True) -> str:
@@ -67,8 +63,8 @@ def _cell_html(cell: Cell, percent: bool) -> str:
         ours = f'<span class="muted">{escape(cell.note or "—")}</span>'
     else:
         e = cell.ours
-        low, high = _number(e.low, percent), _number(e.high, percent)
-        ours = f'<b>{_number(e.value, percent)}</b> <span class="ci">[{low}, {high}]</span>'
+        low, high = figure(e.low, percent), figure(e.high, percent)
+        ours = f'<b>{figure(e.value, percent)}</b> <span class="ci">[{low}, {high}]</span>'
     paper = (
         f'<br><span class="muted">paper {_paper(cell, percent)}</span>'
         if cell.paper is not None

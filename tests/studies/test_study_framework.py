@@ -106,6 +106,11 @@ def test_a_missing_study_and_a_directory_without_one_are_one_line(tmp_path, caps
     assert "table-9" in capsys.readouterr().err
     assert main(["study", "report", str(tmp_path)]) == 2
     assert "holds no study" in capsys.readouterr().err
+    out = tmp_path / "study"  # a paper model it does not have: said before anything runs
+    assert main(["study", "run", "maslab-table2", "--model", "scripted:echo", "--against",
+                 "GPT-9", "--out", str(out)]) == 2  # fmt: skip
+    assert "the paper's models are Llama-3.3-70B-Instruct" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_every_study_has_its_papers_figures_and_a_source():

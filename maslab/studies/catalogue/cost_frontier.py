@@ -19,18 +19,15 @@ task).
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from maslab.studies.base import (
     Analysis,
     Cell,
     Row,
     Study,
-    StudyOptions,
     StudyRuns,
     Table,
-    common_options,
     register_study,
 )
 from maslab.studies.estimates import Estimate, difference
@@ -76,13 +73,7 @@ class CostFrontier(Study):
         "calls, and which cost more for no accuracy a cheaper one lacks?"
     )
     benchmark = "arith"
-
-    def sweep(self, options: StudyOptions, out: Path) -> dict[str, Any]:
-        return {
-            **common_options(options, out),
-            "methods": list(METHODS),
-            "benchmarks": [self.benchmark_of(options)],
-        }
+    methods = METHODS
 
     def analyse(
         self, runs: StudyRuns, figures: PaperFigures | None, against: str | None = None

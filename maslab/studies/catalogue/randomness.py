@@ -21,7 +21,6 @@ tasks; two bounds: methods that find the same tasks hard, or unrelated difficult
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import Any
 
 from maslab.analysis.power import Variance, tasks_needed
@@ -30,10 +29,8 @@ from maslab.studies.base import (
     Cell,
     Row,
     Study,
-    StudyOptions,
     StudyRuns,
     Table,
-    common_options,
     register_study,
 )
 from maslab.studies.estimates import Estimate, difference
@@ -52,14 +49,8 @@ class Randomness(Study):
         "does a claimed difference between two methods need?"
     )
     benchmark = "arith"
+    methods = METHODS
     default_repeats = 5
-
-    def sweep(self, options: StudyOptions, out: Path) -> dict[str, Any]:
-        return {
-            **common_options(options, out),
-            "methods": list(METHODS),
-            "benchmarks": [self.benchmark_of(options)],
-        }
 
     def analyse(
         self, runs: StudyRuns, figures: PaperFigures | None, against: str | None = None

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from pydantic import BaseModel
 from maslab.analysis.reading import read
 from maslab.analysis.stats import wilson_interval
 from maslab.core.context import Context
+from maslab.store.run_store import RunStore
 from maslab.studies.base import (
     Analysis,
     Cell,
@@ -41,7 +43,6 @@ from maslab.studies.base import (
     StudyOptions,
     StudyRuns,
     Table,
-    common_options,
     register_study,
 )
 from maslab.studies.estimates import Z95, Estimate, sign_verdict
@@ -51,7 +52,7 @@ from maslab.studies.running import locked
 if TYPE_CHECKING:
     from maslab.analysis.run_result import RunResult
     from maslab.llm.pool import ModelPool
-    from maslab.store.records import ResultRecord
+    from maslab.store.records import ResultRecord, Trace
 
 METHODS = ("llm_debate", "mad", "self_consistency")
 READER_ROLE = "reader"
@@ -125,40 +126,31 @@ class Signals(Study):
         "reading, against samples drawn at random?"
     )
     benchmark = "arith"
+    methods = METHODS
 
     def sweep(self, options: StudyOptions, out: Path) -> dict[str, Any]:
+        """The methods' runs; the reader's role is the study's, not theirs."""
         roles = tuple(r for r in options.model_roles if r.partition("=")[0] != READER_ROLE)
-        methods_options = StudyOptions(
-            options.models, options.limit, options.repeats, roles, options.seed,
-            options.benchmark, options.endpoints,
-        )  # fmt: skip
-        return {
-            **common_options(methods_options, out),
-            "methods": list(METHODS),
-            "benchmarks": [self.benchmark_of(options)],
-        }
+        return super().sweep(replace(options, model_roles=roles), out)
 
     async def after_runs(
         self, out: Path, runs: StudyRuns, options: StudyOptions, models: ModelPool
     ) -> None:
         reader = reader_of(options)
         done = read_verdicts(out)
-        todo: list[tuple[str, RunResult, ResultRecord]] = []
+        todo: list[tuple[str, RunResult, ResultRecord, Trace]] = []
         for (bench, method, model), run in sorted(runs.runs.items()):
             run_key = f"{bench}/{method}/{model}"
             by_signal, drawn = chosen(run_key, run.records, options.seed)
             wanted = {r.key: r for found in (*by_signal.values(), drawn) for r in found}
-            todo += [(run_key, run, r) for key, r in sorted(wanted.items())
-                     if (run_key, *key, reader) not in done]  # fmt: skip
+            unread = [r for key, r in sorted(wanted.items()) if (run_key, *key, reader) not in done]
+            traces = RunStore(run.dir).traces_of(r.key for r in unread)  # one index per run
+            paired = zip(unread, traces, strict=True)
+            todo += [(run_key, run, record, trace) for record, (_, trace) in paired if trace]
         gate = asyncio.Semaphore(8)
         with locked(out), (out / READINGS).open("ab") as lines:
 
-            async def one(run_key: str, run: RunResult, record: ResultRecord) -> None:
-                from maslab.store.run_store import RunStore
-
-                [(_, trace)] = RunStore(run.dir).traces_of([record.key])
-                if trace is None:
-                    return
+            async def one(run_key: str, run: RunResult, record: ResultRecord, trace: Trace) -> None:
                 async with gate:
                     ctx = Context(reader, models=models, sample_id=record.task_id,
                                   repeat=record.repeat, seed=run.manifest.seed,
@@ -168,8 +160,7 @@ class Signals(Study):
                 made = ReadingRecord(
                     run=run_key, task_id=record.task_id, repeat=record.repeat, reader=reader,
                     worth=reading.worth, reason=reading.reason, calls=usage.calls,
-                    tokens=usage.total_tokens + usage.cached_prompt_tokens
-                    + usage.cached_completion_tokens,
+                    tokens=usage.used_tokens,
                 )  # fmt: skip
                 lines.write(orjson.dumps(made.model_dump()) + b"\n")  # one whole line each
                 lines.flush()
