@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from maslab.harness.ray_backend import RayCluster
+    from maslab.report.figures import TraceFigures
 
 Backend = Literal["local", "ray"]  # where samples are solved: this process, or Ray workers
 BACKENDS: tuple[Backend, ...] = ("local", "ray")
@@ -81,6 +82,19 @@ def run_config(
     return configure(method, benchmark, model, validated, flags=flags)
 
 
+def _streamed_figures(runner: Runner) -> TraceFigures | None:
+    """When every sample of the opened run is still to do, figures that add up each sample's
+    trace as it is written (its report then reads none back), else None (the report reads the
+    earlier samples' traces)."""
+    from maslab.report.figures import TraceFigures
+
+    if len(runner.todo or []) < len(runner.tasks) * runner.config.repeats:
+        return None
+    figures = TraceFigures()
+    runner.trace_listener = figures.add
+    return figures
+
+
 async def execute(
     runner: Runner,
     *,
@@ -96,6 +110,7 @@ async def execute(
     run to its tracker if it has one (under the tracker's run ``tracking_parent``, a sweep's),
     and return the run as read back."""
     runner.open()
+    figures = _streamed_figures(runner) if report else None
     try:
         if progress:
             from maslab.harness.progress import RunProgress
@@ -106,16 +121,20 @@ async def execute(
             done = [r for r in runner.store.results() if r.status != "error"]  # errored: retried
             with RunProgress(label, total, done=done, lines=lines) as bar:
                 runner.listener = bar.update
-                await runner.run()
+                await runner.run_pending()
         else:
-            await runner.run()
+            await runner.run_pending()
     finally:
         runner.store.close()  # run() closes it too; here whatever failed before it ran
-    if report:
-        from maslab.report import build_report
-
-        build_report([runner.store.dir], runner.store.dir / "report.html")
     result = RunResult.read(runner.store)
+    if report:
+        from maslab.report import build_report, write_run_report
+
+        path = runner.store.dir / "report.html"
+        if figures is None:
+            build_report([runner.store.dir], path)
+        else:
+            write_run_report(result, figures, path)
     if runner.config.log_to == "mlflow":
         from maslab.harness.tracking import log_run
 

@@ -10,6 +10,7 @@ again), 141 when the reader of stdout goes away (``maslab list methods | head -1
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import signal
 import sys
@@ -19,33 +20,29 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
 
-from maslab.cli import (
-    attribution,
-    catalogue,
-    export,
-    reading,
-    run,
-    scoring,
-    study,
-    sweep,
-    triage,
-    view,
-)
-from maslab.cli.console import Parser, RunStopped, Terminated
-from maslab.cli.run_flags import plain_text
+from maslab.cli.commands import COMMANDS
+from maslab.cli.console import Parser, RunStopped, Terminated, plain_text
 from maslab.errors import MaslabError, RunFailed
 from maslab.plugins import import_module
 from maslab.secrets import redact
 
 
-def build_parser() -> Parser:
+def build_parser(argv: Sequence[str] | None = None) -> Parser:
+    """The parser of ``maslab``, with the options of the command ``argv`` names (only its
+    module is imported; the others are listed with their one-line help); None: of every
+    command."""
     summary = " ".join(__doc__.split("\n\n")[0].split())
     parser = Parser(prog="maslab", description=plain_text(summary))
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (
-        run, sweep, study, reading, triage, attribution, scoring, view, export, catalogue
-    ):  # fmt: skip
-        commands.add_commands(sub)
+    named = next((arg for arg in argv if not arg.startswith("-")), None) if argv else None
+    modules = dict.fromkeys(command.module for command in COMMANDS.values())
+    if argv is not None:
+        modules = dict.fromkeys([COMMANDS[named].module] if named in COMMANDS else [])
+    for module in modules:
+        importlib.import_module(f"maslab.cli.{module}").add_commands(sub)
+    for name, command in COMMANDS.items():
+        if command.module not in modules:
+            sub.add_parser(name, help=command.help)  # its options load when it is the command
     return parser
 
 
@@ -103,7 +100,8 @@ def _quiet_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else argv
+        args = build_parser(argv).parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse has printed
         return exc.code if isinstance(exc.code, int) else 2
     on_main_thread = threading.current_thread() is threading.main_thread()

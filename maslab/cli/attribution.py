@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from maslab.analysis.strategies import STRATEGIES
+from maslab.cli.commands import about
 from maslab.cli.console import COUNT, console, plain_table
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "attribute",
-        help="name the agent and the step that made each failed sample fail (an LLM judge)",
+        help=about("attribute"),
         description="For each failed sample of each run, an LLM judge names the responsible "
         "agent and the decisive step, with its reason (after Who&When, arXiv 2505.00212). The "
         "attributions go to the run's attributions.jsonl (its scores untouched), the judge's "

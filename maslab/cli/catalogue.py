@@ -12,8 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from maslab import defaults
-from maslab.cli.console import console, import_option
-from maslab.cli.run_flags import plain_text
+from maslab.cli.commands import about
+from maslab.cli.console import console, import_option, plain_text
 from maslab.errors import ConfigError
 from maslab.paths import default_response_cache
 from maslab.plugins import describe, origin
@@ -223,7 +223,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "list",
-        help="list methods, benchmarks, evaluators, tools or models, and where each comes from",
+        help=about("list"),
         description="Each row: the name, where it comes from (bundled, the distribution of the "
         "plugin that installed it, or the module that defined it) and what it is. Methods "
         "show their summary, category, paper, LLM calls per task and roles (--brief: one line "
@@ -242,7 +242,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "data",
-        help="fetch, import or locate benchmark data",
+        help=about("data"),
         description="fetch: download --split from the Hugging Face Hub into the cache "
         "(needs maslab[hf]); `fetch bfcl` downloads BFCL's pinned wheel from PyPI. import: "
         "check FILE and copy it into the cache as --split. Both say how many tasks the split "
@@ -257,7 +257,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "cache",
-        help="response cache statistics or clearing",
+        help=about("cache"),
         description="stats: the responses cached and the file's size. clear: delete them all "
         "and shrink the file. Either refuses a cache file that does not exist.",
     )

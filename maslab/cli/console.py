@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -48,6 +49,23 @@ def plain_table(
         + "\n"
         for line in lines
     )
+
+
+_RST = re.compile(r"``(.+?)``|:[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without reStructuredText markup, as a terminal shows help derived from a
+    docstring or a description: a literal and a cross-reference (``:func:`a.b```) become their
+    text, ``~a.b`` its last part."""
+
+    def text_of(match: re.Match[str]) -> str:
+        literal, short, target = match.groups()
+        if literal is not None:
+            return literal
+        return target.rpartition(".")[2] if short else target
+
+    return _RST.sub(text_of, text)
 
 
 class Terminated(KeyboardInterrupt):

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from maslab.cli.commands import about
 from maslab.cli.console import console, output_file
 from maslab.cli.reading import SCORING_HELP
 from maslab.errors import ConfigError
@@ -93,9 +94,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "export", help="the samples of runs as one table: CSV, Parquet or JSON lines"
-    )
+    p = sub.add_parser("export", help=about("export"))
     p.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="run directories")
     p.add_argument(
         "--format", choices=FORMATS, help="default: from the output file's name, else csv"

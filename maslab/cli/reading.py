@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from maslab.cli.commands import about
 from maslab.cli.console import console, number, output_file
 from maslab.errors import ConfigError
 
@@ -100,14 +101,14 @@ def cmd_agreement(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="one self-contained HTML report of run directories")
+    p = sub.add_parser("report", help=about("report"))
     p.add_argument("runs", nargs="+", type=Path)
     p.add_argument("-o", "--output", type=Path, default=Path("report.html"))
     p.add_argument("--prices", type=Path, help="YAML: model spec -> [USD per 1M in, out]")
     p.add_argument("--scoring", metavar="LABEL", help=f"{SCORING_HELP}, in each run")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("show", help="a run's results, or one task's transcript")
+    p = sub.add_parser("show", help=about("show"))
     p.add_argument("run", type=Path)
     p.add_argument("task_id", nargs="?")
     p.add_argument("--repeat", type=number(int, 0), default=0)
@@ -115,9 +116,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scoring", metavar="LABEL", help=SCORING_HELP)
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser(
-        "compare", help="paired comparison of two runs on the same tasks: A − B, its interval and p"
-    )
+    p = sub.add_parser("compare", help=about("compare"))
     p.add_argument("run_a", type=Path)
     p.add_argument("run_b", type=Path)
     p.add_argument(
@@ -126,7 +125,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scoring", metavar="LABEL", help=f"{SCORING_HELP}, in each run")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("agreement", help="score one run with two evaluators and compare them")
+    p = sub.add_parser("agreement", help=about("agreement"))
     p.add_argument("run", type=Path)
     p.add_argument("evaluator_a")
     p.add_argument("evaluator_b")

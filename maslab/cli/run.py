@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
+from maslab.cli.commands import about
 from maslab.cli.console import COUNT, RunStopped, console, import_option
 from maslab.cli.run_flags import FLAGS as RUN_FLAGS
 from maslab.cli.run_flags import add_run_flags, run_keywords
@@ -218,12 +219,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run a method on a benchmark (resumable)")
+    p = sub.add_parser("run", help=about("run"))
     run_options(p)
     import_option(p)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("merge", help="combine the shard directories of one run (--shard)")
+    p = sub.add_parser("merge", help=about("merge"))
     p.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR")
     p.add_argument("--out", type=Path, required=True, help="the merged run directory")
     p.add_argument(

@@ -6,7 +6,6 @@ default is the flag's and its description, as :func:`plain_text`, is the flag's 
 from __future__ import annotations
 
 import argparse
-import re
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -15,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic.fields import FieldInfo
 
-from maslab.cli.console import number
+from maslab.cli.console import number, plain_text
 from maslab.harness.options import RunKeywords, RunOptions
 
 # options given once per item (the field takes a sequence of KEY=VALUE strings): a singular flag
@@ -36,23 +35,6 @@ METAVARS = {
     "cache": "FILE",
     "out": "DIR",
 }
-
-
-_RST = re.compile(r"``(.+?)``|:[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`")
-
-
-def plain_text(text: str) -> str:
-    """``text`` without reStructuredText markup, as a terminal shows help derived from a
-    docstring or a description: a literal and a cross-reference (``:func:`a.b```) become their
-    text, ``~a.b`` its last part."""
-
-    def text_of(match: re.Match[str]) -> str:
-        literal, short, target = match.groups()
-        if literal is not None:
-            return literal
-        return target.rpartition(".")[2] if short else target
-
-    return _RST.sub(text_of, text)
 
 
 def flag(name: str) -> str:

@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from maslab.cli.commands import about
 from maslab.cli.console import COUNT, console
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "score",
-        help="score a finished run's answers again, beside its original scores",
+        help=about("score"),
         description="Score the recorded answers of a run again with another evaluator (or the "
         "same with other options), with no call to the method. The scores go to the run's "
         "scorings.jsonl under a label (its original scores untouched); a judge's calls are "

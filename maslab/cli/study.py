@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from maslab import defaults
+from maslab.cli.commands import about
 from maslab.cli.console import COUNT, console, import_option, plain_table
 from maslab.cli.run import backend_options
 from maslab.cli.sweep import print_failures, run_sweep
@@ -230,18 +231,18 @@ def cmd_plan_power(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "study",
-        help="a seed paper's experiment on your model, beside the paper's figures",
+        help=about("study"),
         description="A study runs a paper's grid of methods and benchmarks on your model "
         "(resumable, as a sweep), analyses it as the paper did and reports our figures with "
         "95%% intervals beside the paper's, with a verdict each.",
     )
     studies = p.add_subparsers(dest="study_command", required=True)
     studies.add_parser("list", help="the studies").set_defaults(func=cmd_list)
-    for name, func, about in (
+    for name, func, text in (
         ("plan", cmd_plan, "what a study would run and roughly how many calls, before it runs"),
         ("run", cmd_run, "run a study on a model (again: resume; another model: a column more)"),
     ):
-        q = studies.add_parser(name, help=about)
+        q = studies.add_parser(name, help=text)
         q.add_argument("name", help="the study (maslab study list)")
         q.add_argument("--model", action="append", required=True, metavar="SPEC",
                        help="the model to run it on; repeatable")  # fmt: skip
@@ -267,7 +268,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
             import_option(q)
     p = sub.add_parser(
         "plan-power",
-        help="how many tasks and repeats a claimed difference between two methods needs",
+        help=about("plan-power"),
         description="The tasks a paired comparison of two methods needs to detect a difference "
         "(--effect) with the given power, at several repeat counts: from a baseline accuracy "
         "alone, or from a pilot run with repeats, whose variance splits between tasks (which "

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from maslab import defaults
+from maslab.cli.commands import about
 from maslab.cli.console import COUNT, RunStopped, console, import_option
 from maslab.cli.run import (
     backend_options,
@@ -192,7 +193,7 @@ def print_failures(failed: list[Failure]) -> None:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
-        help="run a grid of methods x benchmarks x models from YAML",
+        help=about("sweep"),
         description="Every cell is checked before any runs; a cell that cannot run (missing "
         "data or API key, an unreachable endpoint) is set aside with its reason and the rest "
         "run. Exit 1 when some cell failed, 2 for a mistake in the file or when no cell "

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from maslab.analysis.triage import SIGNALS, Flagged, assess, order
+from maslab.cli.commands import about
 from maslab.cli.console import COUNT, console, plain_table
 from maslab.errors import one_line
 from maslab.store.run_store import existing_run
@@ -78,7 +79,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     listed = "\n".join(f"  {name:<20} {about}" for name, about in SIGNALS.items())
     p = sub.add_parser(
         "triage",
-        help="a run's samples ranked by triage signals: the transcripts to read first",
+        help=about("triage"),
         description="Rank a run's samples by how many triage signals fired (or by one signal's "
         f"value), ties by task and repeat.\n\nsignals:\n{listed}",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -8,6 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
+from maslab.cli.commands import about
 from maslab.cli.console import console, number
 from maslab.cli.reading import SCORING_HELP
 
@@ -35,7 +36,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("view", help="a local web viewer over run directories (127.0.0.1)")
+    p = sub.add_parser("view", help=about("view"))
     p.add_argument("runs", nargs="+", type=Path)
     p.add_argument("--port", type=number(int, 0, 65535), default=8765, help="0 picks a free port")
     p.add_argument("--no-browser", action="store_true", help="do not open a web browser")

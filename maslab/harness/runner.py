@@ -56,6 +56,7 @@ from maslab.sandbox import (
     require_isolation,
     unsafe_no_sandbox,
 )
+from maslab.store.records import Trace
 from maslab.store.run_store import LEARNED_STATE, Manifest, ResultRecord, RunStore
 from maslab.version import __version__
 
@@ -229,6 +230,7 @@ def _manifest(
 
 
 Listener = Callable[[ResultRecord], None]
+TraceListener = Callable[[ResultRecord, Trace], None]
 
 
 def _pool(config: RunConfig) -> ModelPool:
@@ -270,6 +272,8 @@ class Runner:
     Args:
         config: The run.
         listener: Called with every finished sample's record (a progress display).
+        trace_listener: Called with every finished sample's record and trace, as it is written
+            (figures added up while the run goes, so its report reads no trace again).
         shared: Resources this run shares with others running beside it; None gives it its
             own pool and call gate.
         cluster: Workers that solve the samples instead (``--backend ray``; the runner
@@ -281,11 +285,13 @@ class Runner:
         config: RunConfig,
         *,
         listener: Listener | None = None,
+        trace_listener: TraceListener | None = None,
         shared: SharedResources | None = None,
         cluster: RayCluster | None = None,
     ) -> None:
         self.config = config
         self.listener = listener
+        self.trace_listener = trace_listener
         self.shared = shared
         self.cluster = cluster
         self.benchmark = get_benchmark(config.benchmark)(**config.benchmark_options)
@@ -404,6 +410,11 @@ class Runner:
 
     async def run(self) -> list[ResultRecord]:
         """Run every unfinished sample; returns the run's full result set afterwards."""
+        await self.run_pending()
+        return self.store.results()
+
+    async def run_pending(self) -> None:
+        """Run every unfinished sample (:meth:`run` without reading the results back)."""
         todo = self.todo if self.todo is not None else self.open()
         calls = self._call_gate()
         samples = asyncio.Semaphore(self.config.concurrency)
@@ -422,7 +433,6 @@ class Runner:
         finally:
             self.store.close()
             await self.solver.aclose()
-        return self.store.results()
 
     def _call_gate(self) -> CallGate:
         """The gate every model call of the run passes: ``concurrency`` in flight, waiting
@@ -485,6 +495,8 @@ class Runner:
         self.store.append(record, finished.trace)
         if self.listener is not None:
             self.listener(record)
+        if self.trace_listener is not None:
+            self.trace_listener(record, finished.trace)
         if record.status != "error":
             self._succeeded = True
         elif not self._succeeded and finished.endpoint_failure:

@@ -29,6 +29,7 @@ from maslab.analysis.rescoring import (
     scored_by,
     scorings_by_sample,
 )
+from maslab.analysis.run_result import RunResult
 from maslab.analysis.stats import Summary, summarize
 from maslab.core.roles import describe_model_roles
 from maslab.report import attribution_html, tools_html
@@ -52,6 +53,8 @@ from maslab.store.records import (
 from maslab.store.run_store import Manifest, ResultRecord, RunStore, partial_file
 
 Prices = Mapping[str, tuple[float, float]]
+DRILL_DOWN = 200
+"""How many tasks a run's per-sample drill-down shows, unless told."""
 _SCRIPT_FILES = {".json", ".yaml", ".yml"}  # a scripted model's file, named by its stem
 
 _CSS = """
@@ -121,9 +124,21 @@ def _load(directory: str | Path, anchor: str, scoring: str | None) -> _Run:
     store = RunStore(directory)
     own, superseded = store.records()
     records = own if scoring is None else scored_by(store, scoring, own)
-    records.sort(key=lambda r: r.key)
     summary = summarize(records, superseded=superseded, optimization=store.optimizations())
-    figures = trace_figures(store, records)
+    return _run(store, anchor, own, records, summary, trace_figures(store, records), scoring)
+
+
+def _run(
+    store: RunStore,
+    anchor: str,
+    own: list[ResultRecord],
+    records: list[ResultRecord],
+    summary: Summary,
+    figures: TraceFigures,
+    scoring: str | None,
+) -> _Run:
+    """A run's section from its records as read (``own``) and as shown (``records``)."""
+    records = sorted(records, key=lambda r: r.key)
     triage = report_triage.triage(records, figures.signals)
     return _Run(
         store, anchor, store.manifest(), records, summary, figures, triage, store.attributions(),
@@ -569,7 +584,7 @@ def build_report(
     out: str | Path,
     *,
     prices: Prices | None = None,
-    max_tasks: int = 200,
+    max_tasks: int = DRILL_DOWN,
     scoring: str | None = None,
 ) -> Path:
     """Write one self-contained HTML report over ``run_dirs`` to ``out`` and return its path.
@@ -584,8 +599,24 @@ def build_report(
             one-line :class:`~maslab.errors.ConfigError` for a run without it). None: each
             run's own; its scorings are summed up in its section either way.
     """
-    loaded = (_load(directory, f"run-{i}", scoring) for i, directory in enumerate(run_dirs))
-    runs = sorted(loaded, key=lambda run: -run.summary.accuracy)
+    loaded = [_load(directory, f"run-{i}", scoring) for i, directory in enumerate(run_dirs)]
+    return _write(loaded, out, max_tasks, prices)
+
+
+def write_run_report(result: RunResult, figures: TraceFigures, out: str | Path) -> Path:
+    """Write the one-run report ``maslab run`` leaves, from the run as read back (``result``)
+    and the figures its traces added up to as they were written (``figures``: every sample of
+    the run's, :meth:`TraceFigures.add` in the order written), so that no trace is read again
+    but the drill-down's."""
+    store = RunStore(result.dir)
+    run = _run(store, "run-0", result.records, result.records, result.summary, figures, None)
+    return _write([run], out, DRILL_DOWN, None)
+
+
+def _write(runs: list[_Run], out: str | Path, max_tasks: int, prices: Prices | None) -> Path:
+    """The page over ``runs`` (ranked by accuracy, numbered and labelled here) written to
+    ``out``, atomically."""
+    runs = sorted(runs, key=lambda run: -run.summary.accuracy)
     labels = run_labels([run.manifest for run in runs], [run.store.dir for run in runs])
     runs = [
         replace(run, number=number, label=label)

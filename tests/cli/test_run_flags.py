@@ -6,7 +6,8 @@ import pytest
 from pydantic.fields import FieldInfo
 
 from maslab.cli import main
-from maslab.cli.run_flags import _arguments, plain_text
+from maslab.cli.console import plain_text
+from maslab.cli.run_flags import _arguments
 
 
 @pytest.mark.parametrize(

@@ -84,3 +84,52 @@ def test_entry_points_are_read_once_for_every_plugin_group(monkeypatch):
     finally:
         plugins._installed_entry_points.cache_clear()
     assert len(reads) == 1
+
+
+def test_the_command_table_names_every_command_with_the_module_that_adds_it():
+    import argparse
+    import importlib
+
+    from maslab.cli import build_parser
+    from maslab.cli.commands import COMMANDS
+
+    for module in {command.module for command in COMMANDS.values()}:
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        importlib.import_module(f"maslab.cli.{module}").add_commands(sub)
+        assert set(sub.choices) == {n for n, c in COMMANDS.items() if c.module == module}
+    every = build_parser()._subparsers._group_actions[0]  # type: ignore[union-attr]
+    helps = {action.dest: action.help for action in every._choices_actions}
+    assert helps == {name: command.help for name, command in COMMANDS.items()}
+
+
+@pytest.mark.system
+@pytest.mark.parametrize(
+    ("argv", "loaded", "not_loaded"),
+    [
+        (["--help"], set(), {"run", "catalogue", "triage", "reading"}),
+        (["run", "--help"], {"run"}, {"catalogue", "triage", "attribution", "study"}),
+        (["list", "--help"], {"catalogue"}, {"run", "triage", "sweep"}),
+    ],
+)
+def test_a_command_loads_only_its_own_module(argv, loaded, not_loaded):
+    code = (
+        "import sys, contextlib, io\nfrom maslab.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): main({argv!r})\n"
+        "print(' '.join(m.rpartition('.')[2] for m in sys.modules if m.startswith('maslab.cli.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = set(out.stdout.split())
+    assert loaded <= modules and not modules & not_loaded
+
+
+def test_help_lists_every_command_and_a_command_still_parses(capsys):
+    from maslab.cli import build_parser, main
+    from maslab.cli.commands import COMMANDS
+
+    assert main(["--help"]) == 0
+    shown = capsys.readouterr().out
+    assert all(name in shown for name in COMMANDS)
+    args = build_parser(["show", "x"]).parse_args(["show", "x"])
+    assert args.command == "show" and args.func.__name__ == "cmd_show"
+    assert main(["nope"]) == 2 and "invalid choice: 'nope'" in capsys.readouterr().err

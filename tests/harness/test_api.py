@@ -327,3 +327,38 @@ def test_out_that_is_a_file_and_load_run_of_a_bad_path(tmp_path):
         with pytest.raises(ConfigError) as exc:
             load_run(path)
         assert expected in one_line(exc)
+
+
+def test_a_fresh_runs_report_adds_up_its_traces_as_written_and_reads_none_back(
+    tmp_path, monkeypatch
+):
+    """The report `maslab run` leaves is the page `maslab report` writes, and a fresh run
+    builds it without reading its traces through again (only the drill-down's)."""
+    import maslab.report as report
+
+    def no_read_back(*args: object) -> None:
+        raise AssertionError("the run's traces were read back for its figures")
+
+    monkeypatch.setattr(report, "trace_figures", no_read_back)
+    result = maslab.evaluate(
+        "llm_debate", "gsm8k", SCRIPTED, data=GSM8K, cache=False, out=tmp_path / "run"
+    )
+    monkeypatch.undo()
+    written = result.report.read_text()
+    assert "Rounds" in written  # the debate's per-round figures came from the streamed traces
+    rebuilt = report.build_report([result.dir], tmp_path / "rebuilt.html").read_text()
+    assert written == rebuilt
+
+
+def test_a_resumed_runs_report_reads_the_earlier_samples_traces(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    maslab.evaluate("llm_debate", "gsm8k", SCRIPTED, data=GSM8K, limit=2, cache=False, out=out)
+    import maslab.report as report
+
+    read = []
+    real = report.trace_figures
+    monkeypatch.setattr(report, "trace_figures", lambda *a: read.append(1) or real(*a))
+    result = maslab.evaluate("llm_debate", "gsm8k", SCRIPTED, data=GSM8K, cache=False, out=out)
+    assert read == [1] and result.summary.n == 5
+    monkeypatch.undo()
+    assert result.report.read_text() == report.build_report([out], tmp_path / "r.html").read_text()

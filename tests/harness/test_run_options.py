@@ -25,7 +25,8 @@ from maslab import MaslabError
 from maslab import api as harness
 from maslab.bench.evaluation import get_evaluator
 from maslab.cli import build_parser
-from maslab.cli.run_flags import flag, plain_text, run_keywords
+from maslab.cli.console import plain_text
+from maslab.cli.run_flags import flag, run_keywords
 from maslab.core.context import Sampling
 from maslab.core.method import get_method
 from maslab.harness.options import SHARED, RunKeywords, RunOptions
