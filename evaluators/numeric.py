@@ -25,6 +25,7 @@ DEFAULT_REL_TOL = 1e-6
 _CANONICAL_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 
 
+@lru_cache(maxsize=4096)  # a gold answer is parsed at each of its task's samples
 def parse_number(text: str) -> Fraction | None:
     """``text`` as an exact number (commas, currency, ``\\frac`` allowed), or None."""
     canonical = normalize_answer(text, "number")

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from maslab.harness.ray_backend import RayCluster
     from maslab.report.figures import TraceFigures
+    from maslab.store.records import ResultRecord, Trace
 
 Backend = Literal["local", "ray"]  # where samples are solved: this process, or Ray workers
 BACKENDS: tuple[Backend, ...] = ("local", "ray")
@@ -82,17 +83,31 @@ def run_config(
     return configure(method, benchmark, model, validated, flags=flags)
 
 
-def _streamed_figures(runner: Runner) -> TraceFigures | None:
+class _StreamedFigures:
+    """The report's figures of a run, added up from each sample's trace as it is written
+    (:class:`~maslab.report.figures.TraceFigures`, made at the first sample, so the report's
+    modules load while the run's first calls are out, not before them)."""
+
+    def __init__(self) -> None:
+        self.figures: TraceFigures | None = None
+
+    def add(self, record: ResultRecord, trace: Trace) -> None:
+        if self.figures is None:
+            from maslab.report.figures import TraceFigures
+
+            self.figures = TraceFigures()
+        self.figures.add(record, trace)
+
+
+def _streamed_figures(runner: Runner) -> _StreamedFigures | None:
     """When every sample of the opened run is still to do, figures that add up each sample's
     trace as it is written (its report then reads none back), else None (the report reads the
     earlier samples' traces)."""
-    from maslab.report.figures import TraceFigures
-
     if len(runner.todo or []) < len(runner.tasks) * runner.config.repeats:
         return None
-    figures = TraceFigures()
-    runner.trace_listener = figures.add
-    return figures
+    streamed = _StreamedFigures()
+    runner.trace_listener = streamed.add
+    return streamed
 
 
 async def execute(
@@ -131,10 +146,10 @@ async def execute(
         from maslab.report import build_report, write_run_report
 
         path = runner.store.dir / "report.html"
-        if figures is None:
+        if figures is None or figures.figures is None:  # resumed, or no sample run here
             build_report([runner.store.dir], path)
         else:
-            write_run_report(result, figures, path)
+            write_run_report(result, figures.figures, path)
     if runner.config.log_to == "mlflow":
         from maslab.harness.tracking import log_run
 

@@ -205,14 +205,21 @@ def _near_identical(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]
 
 
 def _repetitions(turns: Iterable[Turn]) -> int:
-    """Messages near-identical to an earlier message of the same agent."""
-    earlier: dict[str, list[frozenset[tuple[str, ...]]]] = {}
+    """Messages near-identical to an earlier message of the same agent (an agent's first
+    message is compared with nothing, so a one-turn agent takes no set work)."""
+    earlier: dict[str, list[str]] = {}
+    shingles: dict[str, frozenset[tuple[str, ...]]] = {}
+
+    def of(text: str) -> frozenset[tuple[str, ...]]:
+        if text not in shingles:
+            shingles[text] = _shingles(text)
+        return shingles[text]
+
     repeated = 0
     for turn in turns:
-        shingles = _shingles(turn.content)
         seen = earlier.setdefault(turn.agent, [])
-        repeated += any(_near_identical(shingles, before) for before in seen)
-        seen.append(shingles)
+        repeated += bool(seen) and any(_near_identical(of(turn.content), of(t)) for t in seen)
+        seen.append(turn.content)
     return repeated
 
 

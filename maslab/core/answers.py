@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from functools import partial
+from functools import lru_cache, partial
 from typing import Literal, NamedTuple
 
 from maslab.errors import ConfigError
@@ -87,6 +87,11 @@ def extract_answer(
     """
     if answer_type == "code":
         return _extract_code(text, entry_point)
+    return _extract(text, answer_type, None if choices is None else tuple(choices))
+
+
+@lru_cache(maxsize=4096)  # a reply is read by its method, its evaluator and its signals
+def _extract(text: str, answer_type: AnswerType, choices: tuple[str, ...] | None) -> str | None:
     strategy = _strategy(answer_type, choices)
     answer = _in_spans(text, strategy.span)
     return answer if answer is not None else strategy.fallback(text)
