@@ -2,7 +2,7 @@
 `arith` tasks through the Runner, on a scripted model whose answers differ between agents,
 then one report over them all.
 
-Prints the page's size, per task shown and by part: the topologies' SVG, the plots' PNG and the
+Prints the page's size, per task shown and by part: the topologies' SVG, the plots' SVG and the
 rest (leaderboard, figures, transcripts and calls). A size, not a time: it does not depend on
 the machine's load.
 
@@ -79,8 +79,9 @@ def make_runs(tasks: int, root: Path) -> list[Path]:
 
 
 def weigh(page: str, tasks: int) -> dict[str, Any]:
-    svg = sum(map(len, re.findall(r"<svg.*?</svg>", page, re.S)))
-    png = sum(map(len, re.findall(r'<img src="data:image/png;base64,[^"]*"', page)))
+    topologies = re.findall(r'<svg class="topology".*?</svg>', page, re.S)
+    svg = sum(map(len, topologies))
+    plots = sum(map(len, re.findall(r'<svg class="chart".*?</svg>', page, re.S)))
     size = len(page.encode())
     return {
         "runs": len(RUNS),
@@ -88,16 +89,16 @@ def weigh(page: str, tasks: int) -> dict[str, Any]:
         "bytes": size,
         "bytes_per_task": size / tasks,
         "svg_bytes": svg,
-        "svg_drawings": page.count("<svg"),
-        "png_bytes": png,
-        "rest_bytes": size - svg - png,
+        "svg_drawings": len(topologies),
+        "plot_bytes": plots,
+        "rest_bytes": size - svg - plots,
     }
 
 
 COLUMNS = [
     ("runs", "runs"), ("tasks", "tasks shown"), ("bytes", "report bytes"),
     ("bytes_per_task", "bytes / task"), ("svg_drawings", "topologies drawn"),
-    ("svg_bytes", "SVG bytes"), ("png_bytes", "PNG bytes"), ("rest_bytes", "other bytes"),
+    ("svg_bytes", "topology bytes"), ("plot_bytes", "plot bytes"), ("rest_bytes", "other bytes"),
 ]  # fmt: skip
 
 

@@ -6,9 +6,9 @@ run` runs llm_debate (3 agents x 2 rounds) on TASKS generated `arith` tasks with
 against the bound max(calls x latency / cap, 2 rounds x latency), end to end and for the engine
 (first request to last result line), CPU per call, and the maslab process's resident memory
 (VmRSS, and its peak VmHWM) when results.jsonl reaches a fifth, half and all of the tasks (flat
-is the goal), and the errored samples. Then `maslab show RUN`, `maslab report RUN` and a resume
-(the same `maslab run`: nothing left to do, no request made) each run as a fresh process with
-its wall time and peak RSS.
+is the goal), and the errored samples. Then `maslab show RUN`, `maslab report RUN`, `maslab
+compare RUN RUN` and a resume (the same `maslab run`: nothing left to do, no request made) each
+run as a fresh process with its wall time and peak RSS.
 
     python perf/scale.py [--tasks 5000] [--concurrency 512] [--latency 0.5] [--json PATH]
 """
@@ -117,6 +117,7 @@ def main() -> None:
         for name, argv in (
             ("show", [*maslab, "show", str(out)]),
             ("report", [*maslab, "report", str(out), "-o", str(Path(tmp) / "report.html")]),
+            ("compare", [*maslab, "compare", str(out), str(out)]),
             ("resume", run_argv),
         ):
             server.reset()

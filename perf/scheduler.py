@@ -54,6 +54,7 @@ def measure(cell: dict[str, Any], base_url: str, out: mp.Queue) -> None:  # type
     from maslab.core.scheduling import CallGate
     from maslab.core.task import Task
     from maslab.harness.runner import RunConfig, Runner
+    from maslab.harness.samples import Finished
     from maslab.store.run_store import ResultRecord
 
     class Measured(Runner):
@@ -61,24 +62,23 @@ def measure(cell: dict[str, Any], base_url: str, out: mp.Queue) -> None:  # type
 
         def __init__(self, config: RunConfig, admit: int) -> None:
             super().__init__(config, listener=self.finished)
-            self.admission = asyncio.Semaphore(admit)
+            self.admitted = admit
             self.open_now = self.peak_open = 0
             self.first_done: float | None = None
+            solve = self.solver.solve
 
-        def finished(self, record: ResultRecord) -> None:
-            self.first_done = self.first_done or time.perf_counter()
-
-        async def _sample(
-            self, task: Task, repeat: int, calls: CallGate, samples: asyncio.Semaphore
-        ) -> None:
-            async with self.admission:
+            async def counted(task: Task, repeat: int, calls: CallGate) -> Finished:
                 self.open_now += 1
                 self.peak_open = max(self.peak_open, self.open_now)
                 try:
-                    finished = await self.solver.solve(task, repeat, calls)
+                    return await solve(task, repeat, calls)
                 finally:
                     self.open_now -= 1
-                self.record(finished)
+
+            self.solver.solve = counted  # type: ignore[method-assign]
+
+        def finished(self, record: ResultRecord) -> None:
+            self.first_done = self.first_done or time.perf_counter()
 
     config_, _, _ = METHODS[cell["method"]]
     with tempfile.TemporaryDirectory() as tmp:

@@ -22,7 +22,7 @@ import hashlib
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -292,6 +292,8 @@ class Runner:
         self.config = config
         self.listener = listener
         self.trace_listener = trace_listener
+        self.admitted = config.concurrency
+        """Samples open at once."""
         self.shared = shared
         self.cluster = cluster
         self.benchmark = get_benchmark(config.benchmark)(**config.benchmark_options)
@@ -417,7 +419,6 @@ class Runner:
         """Run every unfinished sample (:meth:`run` without reading the results back)."""
         todo = self.todo if self.todo is not None else self.open()
         calls = self._call_gate()
-        samples = asyncio.Semaphore(self.config.concurrency)
         c = self.config
         about = {"maslab.method": c.method, "maslab.benchmark": c.benchmark,
                  "gen_ai.request.model": c.model, "maslab.run": str(self.store.dir),
@@ -429,7 +430,8 @@ class Runner:
                 if self.cluster is not None:
                     await self.cluster.run(self, todo)
                 else:
-                    await all_or_first_failure(self._sample(t, r, calls, samples) for t, r in todo)
+                    pending, workers = iter(todo), min(self.admitted, len(todo))
+                    await all_or_first_failure(self._work(pending, calls) for _ in range(workers))
         finally:
             self.store.close()
             await self.solver.aclose()
@@ -482,10 +484,11 @@ class Runner:
             tasks=len(self.optimize_tasks),
         )
 
-    async def _sample(
-        self, task: Task, repeat: int, calls: CallGate, samples: asyncio.Semaphore
-    ) -> None:
-        async with samples:
+    async def _work(self, pending: Iterator[tuple[Task, int]], calls: CallGate) -> None:
+        """Solve and record the samples ``pending`` yields, the next as each ends, until none is
+        left (:attr:`admitted` of these run at once, so a run holds that many samples open,
+        however many it has to do)."""
+        for task, repeat in pending:
             self.record(await self.solver.solve(task, repeat, calls))
 
     def record(self, finished: Finished) -> None:

@@ -2,12 +2,13 @@
 triage (:mod:`maslab.report.triage`), failure attribution (:mod:`maslab.report.attribution_html`)
 and per-task drill-down.
 
-Styles are inline, the plots (:mod:`maslab.report.plots`) are base64 PNGs and topologies are
-inline SVG, so the page loads nothing from the network; it holds no script. Every string that
-came from a model, a dataset or a manifest is HTML-escaped. A run's traces are read twice, one
-at a time: once through for its figures (:mod:`maslab.report.figures`: running totals, and the
-signals of records stored without them), then each shown sample's as its drill-down is
-written, so no run's traces are held at once; matplotlib is imported only when a plot is drawn.
+Styles are inline, and the plots (:mod:`maslab.report.plots`) and topologies are inline SVG drawn
+without a plotting library, so the page loads nothing from the network; it holds no script.
+Every string that came from a model, a dataset or a manifest is HTML-escaped. A run's traces
+are read twice, one at a time: once through for its figures (:mod:`maslab.report.figures`:
+running totals, and the signals of records stored without them; the report ``maslab run``
+leaves has them added up as the traces were written), then each shown sample's as its
+drill-down is written, so no run's traces are held at once.
 """
 
 from __future__ import annotations
@@ -72,7 +73,6 @@ a { color: #2a5db0; text-decoration: none; }
 .muted { color: #777; font-size: 0.9em; }
 .pictures { display: flex; gap: 1.5em; align-items: flex-start; margin: 1.5em 0; }
 .plots { flex: 1 1 auto; min-width: 0; } .plot { text-align: center; margin: 0 0 1em; }
-img { max-width: 100%; }
 .key { flex: 0 0 auto; width: auto; max-width: 22em; font-size: 0.9em; }
 .key td { padding: 0.15em 0.5em; }
 .num { font-weight: 600; white-space: nowrap; }

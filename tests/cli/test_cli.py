@@ -76,7 +76,7 @@ def test_run_writes_results_traces_and_manifest_then_report(tmp_path, capsys):
     report = tmp_path / "report.html"
     assert run_cli("report", out, "-o", report) == 0
     html = report.read_text()
-    assert "llm_debate" in html and "60.0" in html and "<svg" in html  # the topology
+    assert "llm_debate" in html and "60.0" in html and '<svg class="topology"' in html
 
 
 def test_rerun_of_a_finished_run_does_nothing(tmp_path):

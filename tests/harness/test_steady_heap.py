@@ -25,13 +25,13 @@ cache: false
 @pytest.mark.parametrize("command", ["run", "sweep"])
 def test_runs_freeze_start_up_objects_and_collect_less_often(tmp_path, monkeypatch, command):
     seen: list[tuple[int, int]] = []
-    run = Runner.run
+    run = Runner.run_pending
 
     async def watched(self: Runner):  # type: ignore[no-untyped-def]
         seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
         return await run(self)
 
-    monkeypatch.setattr(Runner, "run", watched)
+    monkeypatch.setattr(Runner, "run_pending", watched)
     before = (gc.get_freeze_count(), gc.get_threshold())
     if command == "run":
         argv = ["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2", "--model",

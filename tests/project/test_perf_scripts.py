@@ -62,7 +62,7 @@ SMOKE: dict[str, tuple[str, list[str]]] = {
     ),
     "report_size.py": (
         "--tasks 1",
-        ["report.bytes", "report.svg_bytes", "report.png_bytes"],
+        ["report.bytes", "report.svg_bytes", "report.plot_bytes"],
     ),
     "startup.py": (
         "--runs 1",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from test_report_pictures import make_run as debate_run
 
 from maslab.bench.evaluation import Score
 from maslab.core.topology import Topology
@@ -79,7 +80,7 @@ def test_report_is_self_contained_and_escaped(tmp_path):
     [row] = leaderboard_rows(page)
     assert "debate" in row and "66.7% [20.8, 93.9]" in row
     assert "$0.0017" in row  # each model at its own price: (200·1 + 30·2 + 100·10 + 20·20) / 1e6
-    assert "<img" not in page  # one run: no plot (one point compares nothing)
+    assert '<svg class="chart"' not in page  # one run: no plot (one point compares nothing)
     assert page.count("<svg") == 1 and page.count("<circle") == 3  # one topology, three agents
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "I agree &amp; so on" in page
@@ -95,7 +96,7 @@ def test_two_runs_are_sorted_by_accuracy(tmp_path):
     assert len(rows) == 2
     assert "debate" in rows[0] and "75.0%" in rows[0]
     assert "vanilla" in rows[1] and "25.0%" in rows[1]
-    assert page.count("data:image/png;base64,") == 1  # two runs: the plot
+    assert page.count('<svg class="chart"') == 1  # two runs: the plot
     assert "—" in rows[0]  # no prices: no cost
 
 
@@ -159,6 +160,31 @@ def test_a_one_run_report_with_a_topology_loads_no_plotting_library(tmp_path):
     )
     assert "<svg" in (tmp_path / "report.html").read_text()
     assert result.stdout.strip() == "['networkx']"  # topologies are networkx graphs; no matplotlib
+
+
+@pytest.mark.system
+def test_a_debate_report_with_every_plot_loads_no_plotting_library(tmp_path):
+    # rounds and repeats: the cost, pass@k and per-round plots, all three drawn
+    runs = [
+        debate_run(tmp_path / "two", config={"agents": 2, "rounds": 2}, repeats=3),
+        debate_run(tmp_path / "three", config={"agents": 3, "rounds": 2}, repeats=2),
+    ]
+    code = (
+        "import sys\nfrom maslab.report import build_report\n"
+        f"build_report({[str(run) for run in runs]!r}, {str(tmp_path / 'report.html')!r})\n"
+        "print('matplotlib' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    page = (tmp_path / "report.html").read_text()
+    labels = re.findall(r'<svg class="chart"[^>]* aria-label="([^"]*)"', page)
+    assert [label.split(",")[0] for label in labels] == [
+        "accuracy against tokens per sample",
+        "pass@k against k",
+        "llm_debate",
+    ]
+    assert result.stdout.strip() == "False"
 
 
 def test_a_report_that_fails_part_way_leaves_the_old_page(tmp_path, monkeypatch):

@@ -1,8 +1,8 @@
-"""The report of two real (scripted) runs in a real headless Chromium: the plots decode, the
-leaderboard tells the runs apart and fits a page 1400 pixels wide, a transcript opens on its
-vote tally and extracted answers, a ranked sample's link opens its transcript, the signal
-filter and the "wrong only" box hide samples, and a screenshot shows something (content, not
-pixels)."""
+"""The report of two real (scripted) runs in a real headless Chromium: the plots show whole with
+their numbers apart, the leaderboard tells the runs apart and fits a page 1400 pixels wide, a
+transcript opens on its vote tally and extracted answers, a ranked sample's link opens its
+transcript, the signal filter and the "wrong only" box hide samples, and a screenshot shows
+something (content, not pixels)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,21 @@ FITS = (
 """The leaderboard's full and shown widths, its right edge, the page's width, the window's."""
 
 
+PLOTS = """[...document.querySelectorAll('.plot svg')].map(svg => {
+  const shown = svg.getBoundingClientRect();
+  const inside = r => r.left >= shown.left - 0.5 && r.right <= shown.right + 0.5
+    && r.top >= shown.top - 0.5 && r.bottom <= shown.bottom + 0.5;
+  const clipped = [...svg.querySelectorAll('text')]
+    .filter(t => !inside(t.getBoundingClientRect())).map(t => t.textContent);
+  const numbers = [...svg.querySelectorAll('text.number')].map(t => t.getBoundingClientRect());
+  const overlapping = numbers.some((a, i) => numbers.slice(i + 1).some(b =>
+    a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom));
+  return [shown.width, clipped, overlapping];
+})"""
+"""Each plot's width on the page, its texts that stand outside it, and whether any two numbers
+overlap: the real glyphs' boxes."""
+
+
 async def until(browser: Browser, expression: str) -> None:
     """Wait for a JavaScript expression to hold (a same-page navigation has no load event)."""
     for _ in range(100):
@@ -83,10 +98,10 @@ async def test_the_report_of_two_runs_in_chromium(tmp_path):
         full, shown, right, page_width, width = await browser.evaluate(FITS)
         assert width == 1400 and full <= shown and right <= width and page_width <= width
         await window(browser, WIDTH)  # the screenshots' width
-        images = await browser.evaluate(
-            "[...document.images].map(i => i.complete && i.naturalWidth > 0)"
-        )
-        assert len(images) == 2 and all(images)  # accuracy against cost; per-round convergence
+        plots = await browser.evaluate(PLOTS)
+        assert len(plots) == 2  # accuracy against cost; per-round convergence
+        for plot_width, clipped, overlapping in plots:
+            assert plot_width > 300 and clipped == [] and not overlapping
         leaderboard = await browser.text(".leaderboard")
         assert "llm_debate (agents=2)" in leaderboard and "llm_debate (agents=3)" in leaderboard
         check_screenshot(await browser.screenshot())

@@ -4,20 +4,30 @@ pass@k, per-round convergence, vote tallies and topologies drawn once per run.""
 from __future__ import annotations
 
 import itertools
+import math
 import re
-from collections.abc import Sequence
+import statistics
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
 from html import unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from maslab.analysis.stats import Summary, summarize
 from maslab.bench.evaluation import Score
 from maslab.core.topology import Topology
 from maslab.report import build_report, describe_votes, run_labels
-from maslab.report import plots as plots_module
-from maslab.report.figures import MAX_TOPOLOGIES
-from maslab.report.plots import place_numbers
+from maslab.report.figures import MAX_TOPOLOGIES, RoundFigures
+from maslab.report.plots import (
+    colour,
+    convergence,
+    cost_accuracy,
+    pass_at_k,
+    place_numbers,
+    stack,
+)
 from maslab.store.records import TraceCall
 from maslab.store.run_store import Manifest, ResultRecord, RunStore, Trace
 
@@ -143,7 +153,7 @@ def test_a_cost_plot_of_seventeen_runs_numbers_its_points_and_keys_them_beside_i
     ]
     page = build_report(runs, tmp_path / "report.html").read_text()
     pictures = page.split('<div class="pictures">', 1)[1]
-    assert pictures.count('alt="accuracy against tokens per sample') == 1
+    assert pictures.count('aria-label="accuracy against tokens per sample') == 1
     key = tbody(pictures, "key")
     assert [number.split(" ")[1] for number, _ in key] == [str(n) for n in range(1, 18)]
     assert sorted(label for _, label in key) == sorted(
@@ -188,14 +198,14 @@ def test_pass_at_k_is_drawn_for_runs_with_repeats_only(tmp_path):
     assert "pass@k" not in page
     thrice = make_run(tmp_path / "thrice", repeats=3)
     page = build_report([once, thrice], tmp_path / "both.html").read_text()
-    assert page.count('alt="pass@k against k') == 1
+    assert page.count('aria-label="pass@k against k') == 1
     assert "pass@3 50.0%" in page  # t0 right in 2 of 3 repeats, t1 in none
 
 
 def test_round_based_runs_show_per_round_agreement_and_majority_accuracy(tmp_path):
     run = make_run(tmp_path / "run")
     page = build_report([run], tmp_path / "report.html").read_text()
-    assert page.count(", per round: agents agree and majority answer correct, ") == 1
+    assert page.count('aria-label="llm_debate, per round: agents agree and majority answer') == 1
     rounds = page.split("<h4>Rounds</h4>", 1)[1]
     # round 0: t0 splits (1 vs 2; the tie goes to the first, 1: right), t1 agrees on 1 (right,
     # though the sample ends wrong); round 1: both agree, t0 on 1 (right), t1 on 3 (wrong)
@@ -230,8 +240,9 @@ def test_each_transcript_shows_the_vote_tally_and_each_agents_answer(tmp_path):
 def test_the_topology_is_drawn_once_per_run_not_in_every_task(tmp_path):
     run = make_run(tmp_path / "run", samples=[AGREE_LATE] * 5)
     page = build_report([run], tmp_path / "report.html").read_text()
-    assert page.count("<svg") == 1 and page.count("<circle") == 2
-    assert page.index("<svg") < page.index("<details>")  # in the run's section, above its tasks
+    [drawing] = re.findall(r'<svg class="topology".*?</svg>', page)  # the plots are SVG too
+    assert drawing.count("<circle") == 2
+    assert page.index(drawing) < page.index("<details>")  # in the run's section, above its tasks
 
 
 def test_a_run_on_several_topologies_draws_each_once_and_tasks_point_to_theirs(tmp_path):
@@ -239,7 +250,7 @@ def test_a_run_on_several_topologies_draws_each_once_and_tasks_point_to_theirs(t
     several = [Topology.complete(names), Topology.chain(names), Topology.complete(names)]
     run = make_run(tmp_path / "run", samples=[AGREE_LATE] * 3, topologies=several)
     page = build_report([run], tmp_path / "report.html").read_text()
-    assert page.count("<svg") == 2
+    assert page.count('<svg class="topology"') == 2
     assert "topology 1 · 2 samples" in page and "topology 2 · 1 samples" in page
     links = re.findall(r'<a href="#run-0-topology-(\d)">', page)
     assert links == ["1", "2", "1"]
@@ -250,7 +261,7 @@ def test_samples_beyond_the_drawn_topologies_draw_their_own(tmp_path):
     run = make_run(tmp_path / "run", samples=[AGREE_LATE] * len(chains), topologies=chains)
     page = build_report([run], tmp_path / "report.html").read_text()
     assert page.count("<figure") == MAX_TOPOLOGIES
-    assert page.count("<svg") == MAX_TOPOLOGIES + 2  # the last two, in their tasks
+    assert page.count('<svg class="topology"') == MAX_TOPOLOGIES + 2  # the last two, in tasks
 
 
 def test_a_call_that_goes_on_from_its_agents_previous_call_shows_only_what_is_new():
@@ -305,32 +316,108 @@ def test_runs_that_differ_only_in_endpoint_are_labelled_by_it(tmp_path):
     assert run_labels([a, a], dirs[:2]) == ["vanilla (run-a)", "vanilla (run-b)"]  # the last resort
 
 
-def drawn(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
-    """Each plot the report draws: per axes, its title, x label and its curves' x values."""
-    plots: list[list[dict[str, Any]]] = []
-    real = plots_module._img
+def charts(page: str) -> list[ET.Element]:
+    """Each plot of ``page``, parsed: an inline SVG, well-formed XML."""
+    return [ET.fromstring(svg) for svg in re.findall(r'<svg class="chart".*?</svg>', page, re.S)]
 
-    def spy(fig: Any, alt: str) -> str:
-        plots.append([
-            {"title": ax.get_title(), "xlabel": ax.get_xlabel(),
-             "xs": [[int(x) for x in line.get_xdata()] for line in ax.get_lines()]}
-            for ax in fig.axes
-        ])  # fmt: skip
-        return real(fig, alt)
 
-    monkeypatch.setattr(plots_module, "_img", spy)
+def of(element: ET.Element, kind: str) -> list[ET.Element]:
+    """The elements of class ``kind`` in ``element``, in order."""
+    return [e for e in element.iter() if e.get("class") == kind]
+
+
+def value(label: str) -> float:
+    """A tick label's number: ``1.5k`` is 1500."""
+    scale = {"k": 1e3, "M": 1e6}.get(label[-1])
+    return float(label[:-1]) * scale if scale else float(label)
+
+
+def data(axes: ET.Element, kind: str, log: bool = False) -> Callable[[float], float]:
+    """The data value at a pixel along the axes' x (``kind`` "xtick") or y ("ytick") axis, read
+    back from where its first and last tick labels stand (in log space when ``log``)."""
+    ticks = [
+        (float(t.get("x" if kind == "xtick" else "y", "")), value(t.text or ""))
+        for t in of(axes, kind)
+    ]
+    (p0, v0), (p1, v1) = ticks[0], ticks[-1]
+    f = math.log10 if log else float
+    u0, u1 = f(v0), f(v1)
+
+    def at(pixel: float) -> float:
+        u = u0 + (pixel - p0) / (p1 - p0) * (u1 - u0)
+        return 10**u if log else u
+
+    return at
+
+
+def centre(mark: ET.Element) -> tuple[float, float]:
+    """A marker's centre: a circle's, or the mean of a shape's corners."""
+    if mark.tag == "circle":
+        return float(mark.get("cx", "")), float(mark.get("cy", ""))
+    corners = [
+        tuple(map(float, c)) for c in re.findall(r"(-?[\d.]+),(-?[\d.]+)", mark.get("d", ""))
+    ]
+    return statistics.fmean(x for x, _ in corners), statistics.fmean(y for _, y in corners)
+
+
+def runs_in(axes: ET.Element) -> dict[int, ET.Element]:
+    """Each run's marks in the axes, by its number."""
+    return {int(g.get("data-run", "")): g for g in of(axes, "run")}
+
+
+def numbers_in(axes: ET.Element) -> dict[int, ET.Element]:
+    """Each run's number in the axes, by its number."""
+    return {int(t.get("data-run", "")): t for t in of(axes, "number")}
+
+
+def drawn(page: str) -> list[list[dict[str, Any]]]:
+    """Each plot of ``page``: per axes, its title, x label and its curves' x values (read back
+    through its x ticks)."""
+    plots = []
+    for chart in charts(page):
+        plot = []
+        for axes in of(chart, "axes"):
+            x = data(axes, "xtick")
+            curves = [
+                [round(x(float(point.split(",")[0]))) for point in line.get("points", "").split()]
+                for line in axes.iter("polyline")
+            ]
+            [title], [xlabel] = of(axes, "title"), of(axes, "xlabel")
+            plot.append({"title": title.text, "xlabel": xlabel.text, "xs": curves})
+        plots.append(plot)
     return plots
 
 
-def test_each_method_plots_its_rounds_on_its_own_titled_axes(tmp_path, monkeypatch):
-    plots = drawn(monkeypatch)
+def summary(outcomes: Sequence[Sequence[bool]], tokens: int) -> Summary:
+    """A run's summary: per task, its repeats' outcomes; each sample used ``tokens``."""
+    usage = {"calls": 1, "prompt_tokens": tokens, "completion_tokens": 0}
+
+    def record(task: int, repeat: int, right: bool) -> ResultRecord:
+        score = Score(value=float(right), correct=right, extracted="1")
+        return ResultRecord(
+            task_id=f"t{task}", repeat=repeat, status="ok", answer="1", gold="1", score=score,
+            usage=usage,
+        )  # fmt: skip
+
+    return summarize(
+        [
+            record(t, r, right)
+            for t, repeats in enumerate(outcomes)
+            for r, right in enumerate(repeats)
+        ]
+    )
+
+
+def test_each_method_plots_its_rounds_on_its_own_titled_axes(tmp_path):
     debate = make_run(tmp_path / "debate")
     # a moderator's rounds: 1 and 2, not the debate's 0 and 1
     moderated = make_run(tmp_path / "mad", "mad", {}, samples=[[[], *AGREE_LATE]])
     page = build_report([debate, moderated], tmp_path / "report.html").read_text()
+    plots = drawn(page)
     rounds = sorted(
         [(ax["title"], ax["xs"]) for ax in plot] for plot in plots if "round" in plot[0]["xlabel"]
     )
+    # one curve a run, the debate's run 1 and the moderator's run 2
     assert rounds == [
         [
             ("llm_debate: agents agree, per round", [[0, 1]]),
@@ -342,19 +429,162 @@ def test_each_method_plots_its_rounds_on_its_own_titled_axes(tmp_path, monkeypat
         ],
     ]
     assert all(plot[0]["title"] for plot in plots)  # the cost plot's too
-    assert page.count(", per round: agents agree and majority answer correct, ") == 2
+    assert (
+        page.count(", per round: agents agree and majority answer correct, ") == 4
+    )  # label, title
 
 
-def test_a_one_run_report_draws_no_empty_plot(tmp_path, monkeypatch):
-    plots = drawn(monkeypatch)
+def test_a_one_run_report_draws_no_empty_plot(tmp_path):
     # one agent a round: nobody to agree with, so no agreement axes; one run: no cost plot
     alone = make_run(tmp_path / "alone", "self_refine", {}, samples=[[["I say 2."], ["1."]]] * 2)
     page = build_report([alone], tmp_path / "report.html").read_text()
+    plots = drawn(page)
     assert [[ax["title"] for ax in plot] for plot in plots] == [
         ["self_refine: majority answer correct, per round"]
     ]
     assert all(ax["xs"] for plot in plots for ax in plot)
-    assert page.count("<img") == 1
+    assert page.count('<svg class="chart"') == 1
+
+
+def test_the_cost_plot_draws_each_run_at_its_tokens_and_accuracy_with_its_interval():
+    runs = [
+        (1, summary([[True]] * 3 + [[False]], 300)),
+        (2, summary([[True], [False]] * 2, 900)),
+        (3, summary([[False]] * 5 + [[True]], 1200)),
+    ]
+    plot = ET.fromstring(cost_accuracy(runs))
+    label = "accuracy against tokens per sample, one numbered point per run"
+    assert plot.get("role") == "img" and plot.get("aria-label") == label
+    assert plot.findtext("title") == label
+    [axes] = of(plot, "axes")
+    texts = [of(axes, kind)[0].text for kind in ("title", "xlabel", "ylabel")]
+    assert texts == [
+        "Accuracy against tokens per sample",
+        "tokens per sample (spent + cached)",
+        "accuracy (%)",
+    ]
+    # under ten times apart: a linear axis, in compact labels
+    assert [t.text for t in of(axes, "xtick")] == ["400", "600", "800", "1k", "1.2k"]
+    assert [t.text for t in of(axes, "ytick")] == ["0", "20", "40", "60", "80", "100"]
+    x, y = data(axes, "xtick"), data(axes, "ytick")
+    drawn_runs, numbers = runs_in(axes), numbers_in(axes)
+    assert sorted(drawn_runs) == sorted(numbers) == [1, 2, 3]
+    for number, s in runs:
+        run = drawn_runs[number]
+        assert run.get("fill") == run.get("stroke") == colour(number)
+        [mark], [interval] = of(run, "mark"), of(run, "interval")
+        cx, cy = centre(mark)
+        assert x(cx) == pytest.approx(s.mean_tokens, abs=0.5)
+        assert y(cy) == pytest.approx(100 * s.accuracy, abs=0.05)
+        bar = re.match(r"M(-?[\d.]+),(-?[\d.]+)V(-?[\d.]+)", interval.get("d", ""))
+        assert bar and float(bar[1]) == pytest.approx(cx, abs=0.1)
+        low, high = y(float(bar[2])), y(float(bar[3]))
+        assert (low, high) == pytest.approx((100 * s.ci[0], 100 * s.ci[1]), abs=0.05)
+        assert numbers[number].text == str(number)
+        assert numbers[number].get("fill") == colour(number)
+
+
+def test_tokens_over_ten_times_apart_go_on_a_log_axis_ticked_at_1_2_and_5():
+    tokens = (200, 1500, 40_000)
+    runs = [(n, summary([[True], [False]], t)) for n, t in enumerate(tokens, 1)]
+    [axes] = of(ET.fromstring(cost_accuracy(runs)), "axes")
+    ticks = of(axes, "xtick")
+    assert [t.text for t in ticks] == ["200", "500", "1k", "2k", "5k", "10k", "20k", "50k"]
+    x = data(axes, "xtick", log=True)
+    for tick in ticks:  # every tick where a log scale puts it
+        assert x(float(tick.get("x", ""))) == pytest.approx(value(tick.text or ""), rel=1e-3)
+    drawn_runs = runs_in(axes)
+    for number, t in enumerate(tokens, 1):
+        [mark] = of(drawn_runs[number], "mark")
+        assert x(centre(mark)[0]) == pytest.approx(t, rel=1e-3)
+
+
+def test_the_numbers_of_crowded_points_never_overlap_and_runs_past_ten_change_marker():
+    # sixteen runs within a few tokens and four accuracies of each other, and one far off
+    runs = [
+        (n, summary([[True]] * (8 + n % 4) + [[False]] * (12 - n % 4), 1000 + n % 3))
+        for n in range(1, 17)
+    ]
+    runs.append((17, summary([[True], [False]], 5000)))
+    [axes] = of(ET.fromstring(cost_accuracy(runs)), "axes")
+    numbers = numbers_in(axes)
+    assert sorted(numbers) == list(range(1, 18))
+
+    def box(text: ET.Element) -> tuple[float, float, float, float]:
+        # a bold digit is about 0.6 em wide, its height under 0.75 em
+        size, x, y = (float(text.get(a, "")) for a in ("font-size", "x", "y"))
+        half_w, half_h = 0.3 * size * len(text.text or ""), 0.375 * size
+        return (x - half_w, y - half_h, x + half_w, y + half_h)
+
+    boxes = [box(text) for text in numbers.values()]
+    for a, b in itertools.combinations(boxes, 2):
+        assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+    marks = {number: of(run, "mark")[0] for number, run in runs_in(axes).items()}
+    assert all(marks[n].tag == "circle" for n in range(1, 11))
+    squares = [re.findall(r"[\d.]+,[\d.]+", marks[n].get("d", "")) for n in range(11, 18)]
+    assert all(marks[n].tag == "path" for n in range(11, 18))
+    assert all(len(corners) == 4 for corners in squares)
+    assert len({run.get("fill") for run in runs_in(axes).values()}) == 10  # the palette
+
+
+def test_pass_at_k_draws_a_numbered_curve_per_run_with_repeats_up_to_its_repeats():
+    once = summary([[True], [False]], 100)
+    thrice = summary([[True, False, False], [False, False, True], [False] * 3], 100)
+    four = summary([[True] * 4, [False] * 4], 100)
+    runs = [(1, once), (2, thrice), (3, four), (4, four)]
+    plot = ET.fromstring(pass_at_k(runs))
+    [axes] = of(plot, "axes")
+    assert of(axes, "title")[0].text == "pass@k: a task solved in k samples"
+    assert [t.text for t in of(axes, "xtick")] == ["1", "2", "3", "4"]
+    x, y = data(axes, "xtick"), data(axes, "ytick")
+    drawn_runs = runs_in(axes)
+    assert sorted(drawn_runs) == [2, 3, 4]  # run 1 has no repeats
+    for number, s in runs[1:]:
+        assert drawn_runs[number].get("stroke") == colour(number)
+        [line] = drawn_runs[number].iter("polyline")
+        points = [tuple(map(float, p.split(","))) for p in line.get("points", "").split()]
+        assert [round(x(px)) for px, _ in points] == list(range(1, s.repeats + 1))
+        assert [y(py) for _, py in points] == pytest.approx(
+            [100 * s.pass_at(k) for k in range(1, s.repeats + 1)], abs=0.05
+        )
+        assert len(of(drawn_runs[number], "mark")) == s.repeats
+    # the numbers in a column right of the axes; 3 and 4 end at one point, so spaced apart
+    numbers = numbers_in(axes)
+    right = max(float(r.get("x", "")) + float(r.get("width", "")) for r in axes.iter("rect"))
+    assert sorted(numbers) == [2, 3, 4]
+    assert all(float(t.get("x", "")) > right for t in numbers.values())
+    heights = [float(numbers[n].get("y", "")) for n in (3, 4)]
+    assert abs(heights[0] - heights[1]) >= 15
+    assert of(axes, "leader")  # a moved number's line to its curve's end
+
+
+def test_a_name_from_the_data_is_escaped_and_a_plot_loads_nothing():
+    rounds = {0: RoundFigures(2, 1, 2, 1), 1: RoundFigures(2, 2, 2, 2)}
+    [svg] = convergence([(1, "<b>x</b>", rounds), (2, "<b>x</b>", rounds)])
+    assert "<b>" not in svg and "&lt;b&gt;x&lt;/b&gt;" in svg
+    plot = ET.fromstring(svg)  # the escaped text reads back as written
+    about = "<b>x</b>, per round: agents agree and majority answer correct, one numbered curve"
+    assert plot.get("aria-label") == plot.findtext("title") == f"{about} per run"
+    assert [t.text for t in of(plot, "title")] == [
+        "<b>x</b>: agents agree, per round",
+        "<b>x</b>: majority answer correct, per round",
+    ]
+    assert {t.text for t in of(plot, "xlabel")} == {"round of <b>x</b>"}
+    for text in (svg, cost_accuracy([(1, summary([[True]], 5)), (2, summary([[False]], 9))])):
+        assert not re.search(r"<script|href|src=|url\(|https?:", text)
+
+
+def test_nothing_to_draw_draws_nothing():
+    one = summary([[True]], 100)
+    assert cost_accuracy([(1, one)]) == "" and cost_accuracy([(1, one), (2, summarize([]))]) == ""
+    assert pass_at_k([(1, one), (2, one)]) == ""
+    assert convergence([(1, "llm_debate", {0: RoundFigures(2, 1, 2, 1)}), (2, "mad", {})]) == []
+
+
+def test_stacked_labels_keep_apart_and_within_their_range():
+    assert stack([5.0, 5.0, 50.0], 0.0, 100.0, 10.0) == [5.0, 15.0, 50.0]
+    assert stack([99.0, 99.0], 0.0, 100.0, 10.0) == [90.0, 100.0]  # pushed down from the top
+    assert stack([1.0, 2.0, 3.0], 0.0, 15.0, 10.0) == [0.0, 10.0, 20.0]  # no room: past the top
 
 
 def trace_of(rounds: list[list[str]], kinds: Sequence[str] = ()) -> Trace:
