@@ -31,11 +31,14 @@ from maslab.harness.options import RunKeywords, RunOptions
 from maslab.harness.runner import RunConfig, Runner
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.progress import Progress
 
     from maslab.harness.ray_backend import RayCluster
     from maslab.report.figures import TraceFigures
     from maslab.store.records import ResultRecord, Trace
+    from maslab.store.run_store import RunStore
 
 Backend = Literal["local", "ray"]  # where samples are solved: this process, or Ray workers
 BACKENDS: tuple[Backend, ...] = ("local", "ray")
@@ -110,6 +113,15 @@ def _streamed_figures(runner: Runner) -> _StreamedFigures | None:
     return streamed
 
 
+def _current(report: Path, store: RunStore) -> bool:
+    """Whether ``report`` exists and no record of the run was written after it (a resume
+    with nothing left to do keeps it, rather than read every trace again)."""
+    try:
+        return not store.written_since(report.stat().st_mtime)
+    except FileNotFoundError:
+        return False
+
+
 async def execute(
     runner: Runner,
     *,
@@ -120,10 +132,11 @@ async def execute(
 ) -> RunResult:
     """Open (or resume) the runner's directory and run the samples still to do, with a live
     progress bar on stderr when ``progress`` is True, or a line in ``progress`` when it is a
-    display of several runs (:func:`maslab.harness.progress.run_lines`), named ``label`` (by default
-    method · benchmark · model); then write the run's ``report.html`` when ``report``, log the
-    run to its tracker if it has one (under the tracker's run ``tracking_parent``, a sweep's),
-    and return the run as read back."""
+    display of several runs (:func:`maslab.harness.progress.run_lines`), named ``label`` (by
+    default method · benchmark · model); then write the run's ``report.html`` when ``report``
+    (unless it ran nothing and the page is newer than every record), log the run to its tracker
+    if it has one (under the tracker's run ``tracking_parent``, a sweep's), and return the run
+    as read back."""
     runner.open()
     figures = _streamed_figures(runner) if report else None
     try:
@@ -142,10 +155,10 @@ async def execute(
     finally:
         runner.store.close()  # run() closes it too; here whatever failed before it ran
     result = RunResult.read(runner.store)
-    if report:
+    path = runner.store.dir / "report.html"
+    if report and (runner.todo or not _current(path, runner.store)):
         from maslab.report import build_report, write_run_report
 
-        path = runner.store.dir / "report.html"
         if figures is None or figures.figures is None:  # resumed, or no sample run here
             build_report([runner.store.dir], path)
         else:

@@ -49,6 +49,7 @@ from maslab.store import trace_index
 from maslab.store.records import (
     ATTRIBUTIONS,
     CACHED_KEYS,
+    FILES,
     FORMAT_VERSION,
     LEARNED_STATE,
     LOCK,
@@ -228,6 +229,16 @@ class RunStore:
     @property
     def manifest_path(self) -> Path:
         return self.dir / MANIFEST
+
+    def written_since(self, when: float) -> bool:
+        """Whether a file of the run's records (each of :data:`FILES` but the manifest, which
+        every opening rewrites) was modified at or after ``when``, a modification time (at: a
+        file system with coarse times cannot tell which came first)."""
+        for name in FILES:
+            with suppress(FileNotFoundError):
+                if name != MANIFEST and (self.dir / name).stat().st_mtime >= when:
+                    return True
+        return False
 
     def manifest(self) -> Manifest:
         """The run's manifest (once :meth:`open` has run, the one it was asked for, whose plan

@@ -362,3 +362,17 @@ def test_a_resumed_runs_report_reads_the_earlier_samples_traces(tmp_path, monkey
     assert read == [1] and result.summary.n == 5
     monkeypatch.undo()
     assert result.report.read_text() == report.build_report([out], tmp_path / "r.html").read_text()
+
+
+def test_a_resume_with_nothing_to_do_keeps_a_current_report(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    first = maslab.evaluate("llm_debate", "gsm8k", SCRIPTED, data=GSM8K, cache=False, out=out)
+    import maslab.report as report
+
+    built = []
+    monkeypatch.setattr(report, "build_report", lambda *a, **k: built.append(a))
+    again = maslab.evaluate("llm_debate", "gsm8k", SCRIPTED, data=GSM8K, cache=False, out=out)
+    assert built == [] and again.summary.n == first.summary.n == 5
+    (out / "scorings.jsonl").write_text("")  # a record written after the page: it is rebuilt
+    maslab.evaluate("llm_debate", "gsm8k", SCRIPTED, data=GSM8K, cache=False, out=out)
+    assert len(built) == 1
