@@ -28,6 +28,7 @@ from rich.table import Column
 from rich.text import Text
 
 from maslab.analysis.stats import clustered_interval
+from maslab.secrets import redact
 from maslab.store.run_store import ResultRecord
 
 # (text, style) pieces of the figures, most important first; the first ``kept`` come before
@@ -48,7 +49,7 @@ class _FittedLine:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
-        label = Text(self.label, style="bold")
+        label = Text(redact(self.label), style="bold")  # a Text: the console would not redact it
         shown = self.kept
         while shown < len(self.figures) and self._room(width, shown + 1) >= label.cell_len:
             shown += 1

@@ -21,6 +21,7 @@ from maslab.analysis.stats import summarize
 from maslab.core.roles import describe_model_roles
 from maslab.errors import ConfigError, one_line
 from maslab.report.tools_html import call_text
+from maslab.secrets import redact
 from maslab.store.records import TraceTool
 from maslab.store.run_store import Key, ResultRecord, RunStore
 
@@ -74,7 +75,10 @@ def show_run(
     for cap in manifest.describe_caps():
         console.print(escape(cap))
     rows = _rows(records, strict=s.strict_accuracy is not None, cut=s.truncated_calls > 0)
-    console.print(rows, soft_wrap=True, end="")
+    if console.color_system is None:  # no terminal: the text as it is, without rich's layout
+        console.file.write(rows.plain)
+    else:
+        console.print(rows, soft_wrap=True, end="")
 
 
 _HEADERS = ("task", "rep", "status", "extracted", "gold", "ok", "tokens", "calls")
@@ -82,12 +86,14 @@ _RIGHT = {"rep", "tokens", "calls", "cut"}
 
 
 def _cells(r: ResultRecord) -> dict[str, str]:
+    """A sample's row; the texts a model or a dataset wrote redacted here, as the rows are
+    written as a :class:`Text`, which the console does not redact."""
     extracted = r.score.extracted if r.score and r.score.extracted is not None else "—"
     strict = r.score.strict if r.score else None
     calls = int(r.usage.get("calls", 0))
     return {
-        "task": one_line(r.task_id), "rep": str(r.repeat), "status": r.status,
-        "extracted": one_line(extracted)[:40], "gold": one_line(str(r.gold))[:40],
+        "task": redact(one_line(r.task_id)), "rep": str(r.repeat), "status": r.status,
+        "extracted": redact(one_line(extracted))[:40], "gold": redact(one_line(str(r.gold)))[:40],
         "ok": "✓" if r.correct else "✗",
         "strict": "—" if strict is None or strict.extracted is None else "✓✗"[not strict.correct],
         "tokens": f"{r.tokens_used:,}", "calls": str(calls), "cut": str(r.truncated_calls),

@@ -94,3 +94,17 @@ def test_strict_verdicts_and_cut_replies_get_their_columns_only_when_the_run_has
     plain = io.StringIO()
     show_run(_run(tmp_path / "plain", ["t1"]), Console(file=plain, width=200))
     assert "strict" not in plain.getvalue() and " cut" not in plain.getvalue()
+
+
+def test_rows_are_redacted_on_a_terminal_and_off_one(tmp_path):
+    from secrets import token_hex
+
+    from maslab.secrets import MARKER, register_secret
+
+    key = f"zq{token_hex(10)}"
+    store = _run(tmp_path, [f"task-{key}"])
+    register_secret(key)  # after the run was written: shown, it must be redacted
+    for terminal in (False, True):  # off one, the rows are written as plain text
+        out = io.StringIO()
+        show_run(store, Console(file=out, width=200, force_terminal=terminal))
+        assert key not in out.getvalue() and MARKER in out.getvalue()
