@@ -137,36 +137,41 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 
 def outcomes_by_task(
-    records: Iterable[ResultRecord], verdict: Callable[[ResultRecord], bool] | None = None
+    records: Iterable[ResultRecord], verdicts: Iterable[bool] | None = None
 ) -> dict[str, list[bool]]:
-    """task_id -> correctness of each of its records (by ``verdict``, by default the score's)."""
+    """task_id -> correctness of each of its records (``verdicts``, one per record in order; by
+    default the scores')."""
     outcomes: dict[str, list[bool]] = defaultdict(list)
-    for r in records:
-        outcomes[r.task_id].append(r.correct if verdict is None else verdict(r))
+    if verdicts is None:
+        for r in records:
+            outcomes[r.task_id].append(r.correct)
+    else:
+        for r, verdict in zip(records, verdicts, strict=True):
+            outcomes[r.task_id].append(verdict)
     return dict(outcomes)
 
 
 def _task_means(outcomes: Mapping[str, Sequence[bool]]) -> list[float]:
-    return [sum(v) / len(v) for v in outcomes.values()]
+    return [_mean(v) for v in outcomes.values()]
+
+
+def _mean(values: Sequence[bool]) -> float:
+    return sum(values) / len(values)
 
 
 def _strict(record: ResultRecord) -> Strict | None:
     return record.score.strict if record.score is not None else None
 
 
-def _strictly_correct(record: ResultRecord) -> bool:
-    verdict = _strict(record)
-    return verdict is not None and verdict.correct
-
-
 def _strict_fields(records: Sequence[ResultRecord], confidence: float) -> dict[str, Any]:
     """The summary's ``strict_accuracy``, ``strict_ci`` and ``compliance``; none when a scored
     record has no strict verdict (an evaluator that records none, or scores from before)."""
-    scored = [_strict(r) for r in records if r.score is not None]
+    verdicts = [_strict(r) for r in records]  # each parsed once: a score holds it as data
+    scored = [v for r, v in zip(records, verdicts, strict=True) if r.score is not None]
     if not scored or None in scored:
         return {}
-    outcomes = outcomes_by_task(records, _strictly_correct)
-    in_form = sum((v := _strict(r)) is not None and v.extracted is not None for r in records)
+    outcomes = outcomes_by_task(records, (v is not None and v.correct for v in verdicts))
+    in_form = sum(v is not None and v.extracted is not None for v in verdicts)
     return {
         "strict_accuracy": _mean_over_tasks(outcomes),
         "strict_ci": clustered_interval(_task_means(outcomes), len(records), confidence),
@@ -564,7 +569,7 @@ def paired_comparison(
     shared = sorted(by_a.keys() & by_b.keys())
     if not shared:
         raise ValueError("paired_comparison() needs at least one task present in both runs")
-    means = np.array([(np.mean(by_a[t]), np.mean(by_b[t])) for t in shared], dtype=float)
+    means = np.array([(_mean(by_a[t]), _mean(by_b[t])) for t in shared], dtype=float)
     diffs = means[:, 1] - means[:, 0]
     a_only, b_only = int((diffs < 0).sum()), int((diffs > 0).sum())
     single = all(len(by_a[t]) == len(by_b[t]) == 1 for t in shared)

@@ -86,6 +86,7 @@ import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from maslab.analysis import trajectory
 from maslab.analysis.trajectory import Turn
@@ -257,7 +258,7 @@ class Flagged:
     record: ResultRecord
     signals: dict[str, float] = field(default_factory=dict)
 
-    @property
+    @cached_property  # ordering a run asks each sample's score many times
     def fired(self) -> dict[str, float]:
         return {name: value for name, value in self.signals.items() if value > 0}
 

@@ -21,7 +21,7 @@ from types import FrameType
 from typing import NoReturn
 
 from maslab.cli.commands import COMMANDS
-from maslab.cli.console import Parser, RunStopped, Terminated, plain_text
+from maslab.cli.console import Parser, RunStopped, Terminated, plain_text, steady_heap
 from maslab.errors import MaslabError, RunFailed
 from maslab.plugins import import_module
 from maslab.secrets import redact
@@ -110,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for module in getattr(args, "imports", ()):
             import_module(module)
-        status = args.func(args)
+        with steady_heap():
+            status = args.func(args)
         sys.stdout.flush()
         return status
     except BrokenPipeError:  # the reader of stdout is gone (| head): stop quietly

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
 from maslab.cli.commands import about
-from maslab.cli.console import COUNT, RunStopped, console, import_option
+from maslab.cli.console import COUNT, RunStopped, console, import_option, steady_heap
 from maslab.cli.run_flags import FLAGS as RUN_FLAGS
 from maslab.cli.run_flags import add_run_flags, run_keywords
 from maslab.defaults import DEMO_MODEL
@@ -40,26 +38,6 @@ def run_config(args: argparse.Namespace) -> RunConfig:
             "--model 'openai:<name>@http://host:port/v1', or --endpoints FILE[/]"
         )
     return run_config(args.method, args.benchmark, args.model, flags=FLAGS, **run_keywords(args))
-
-
-# new objects between young collections while a run is on (Python's default is 700)
-YOUNG_GENERATION = 50_000
-
-
-@contextmanager
-def steady_heap() -> Iterator[None]:
-    """While a run is on, the cyclic garbage collector leaves alone what start-up built
-    (modules, classes, the tasks: frozen) and runs less often. At its default pace it took a
-    tenth of a 256-task debate's CPU, and over a quarter at 1,500 tasks and 512 calls in flight
-    (under a twentieth with this). Restored afterwards."""
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(YOUNG_GENERATION, *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
 
 
 def execute(runner: Runner, *, quiet: bool = False, report: bool = False) -> RunResult:

@@ -14,14 +14,13 @@ from rich.markup import escape
 
 from maslab import defaults
 from maslab.cli.commands import about
-from maslab.cli.console import COUNT, RunStopped, console, import_option
+from maslab.cli.console import COUNT, RunStopped, console, import_option, steady_heap
 from maslab.cli.run import (
     backend_options,
     cluster,
     headline,
     observe,
     print_summary,
-    steady_heap,
 )
 from maslab.errors import ConfigError, MaslabError
 

@@ -8,7 +8,7 @@ import gc
 import pytest
 
 from maslab.cli import main
-from maslab.cli.run import YOUNG_GENERATION
+from maslab.cli.console import YOUNG_GENERATION
 from maslab.harness.runner import Runner
 
 pytestmark = pytest.mark.system
@@ -43,3 +43,25 @@ def test_runs_freeze_start_up_objects_and_collect_less_often(tmp_path, monkeypat
     assert main([*argv, "--quiet"]) == 0
     assert seen and all(frozen > 0 and young == YOUNG_GENERATION for frozen, young in seen)
     assert (gc.get_freeze_count(), gc.get_threshold()) == before  # restored afterwards
+
+
+def test_a_reading_command_runs_on_a_steady_heap_too(tmp_path, monkeypatch):
+    from maslab.report import show
+
+    run = tmp_path / "run"
+    argv = ["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2", "--model",
+            "scripted:echo", "--out", str(run), "--no-cache", "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    seen: list[tuple[int, int]] = []
+    real = show.show_run
+    monkeypatch.setattr(
+        show,
+        "show_run",
+        lambda *a, **k: (
+            seen.append((gc.get_freeze_count(), gc.get_threshold()[0])) or real(*a, **k)
+        ),
+    )
+    before = (gc.get_freeze_count(), gc.get_threshold())
+    assert main(["show", str(run)]) == 0
+    assert seen and seen[0][0] > 0 and seen[0][1] == YOUNG_GENERATION
+    assert (gc.get_freeze_count(), gc.get_threshold()) == before
