@@ -314,6 +314,10 @@ class Trace(_Part):
         """The trace as its JSON line holds it: the fields its writer set."""
         return self.model_dump(mode="json", exclude_unset=True)
 
+    def json_line(self) -> bytes:
+        """:meth:`line` as JSON, serialised at once (without building the dict)."""
+        return self.model_dump_json(exclude_unset=True).encode()
+
 
 # --- the manifest and the learned state ----------------------------------------------------
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from maslab.errors import ConfigError
 from maslab.secrets import redact_bytes
@@ -175,9 +175,14 @@ def partial_file(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
         partial.unlink(missing_ok=True)  # left only by a block that failed
 
 
-def _line(row: dict[str, Any]) -> bytes:
+def _line(data: bytes) -> bytes:
     """One JSON line, with anything that looks like a credential redacted."""
-    return redact_bytes(orjson.dumps(row)) + b"\n"
+    return redact_bytes(data) + b"\n"
+
+
+def _record_line(record: BaseModel) -> bytes:
+    """A record (not a trace: :meth:`Trace.json_line`) as its JSON line."""
+    return _line(record.model_dump_json().encode())
 
 
 def _append_whole(file: IO[bytes], line: bytes) -> None:
@@ -294,12 +299,12 @@ class RunStore:
 
     def append_optimization(self, record: ResultRecord, trace: Trace) -> None:
         """Write one attempt at the optimisation step (its trace first, as for samples)."""
-        for name, row in (
-            (OPTIMIZATION_TRACES, trace.line()),
-            (OPTIMIZATION, record.model_dump(mode="json")),
+        for name, line in (
+            (OPTIMIZATION_TRACES, _line(trace.json_line())),
+            (OPTIMIZATION, _record_line(record)),
         ):
             with (self.dir / name).open("ab") as f:
-                _append_whole(f, _line(row))
+                _append_whole(f, line)
 
     def learned_state(self) -> tuple[bool, dict[str, Any] | None]:
         """(whether the optimisation step has saved its result, the method's learned state)."""
@@ -369,7 +374,7 @@ class RunStore:
             path = self.dir / name
             _cut_torn_tail(path)
             with path.open("ab") as f:
-                yield lambda record: _append_whole(f, _line(record.model_dump(mode="json")))
+                yield lambda record: _append_whole(f, _record_line(record))
         finally:
             self.close()
 
@@ -454,11 +459,11 @@ class RunStore:
         """Write one finished sample: its trace, where that lies, then its result (so a result
         line always has its trace)."""
         assert self._results and self._traces and self._index, "call open() first"
-        line, offset = _line(trace.line()), self._traces.tell()
+        line, offset = _line(trace.json_line()), self._traces.tell()
         _append_whole(self._traces, line)
         if (key := trace_index.trace_key(line)) is not None:
             _append_whole(self._index, trace_index.index_line(key, offset, len(line)))
-        _append_whole(self._results, _line(result.model_dump(mode="json")))
+        _append_whole(self._results, _record_line(result))
 
     def close(self) -> None:
         """Close the run's files and let another writer in."""
