@@ -31,6 +31,7 @@ _LABELLED = re.compile(
     rf"[:=]\s*\\?[\"']?(?:(?:bearer|basic|token)\s+)?)){_TOKEN}"
 )
 _LABEL_WORDS = ("bearer", "authorization", "api_key", "api-key", "apikey")  # one precedes each
+_LABEL_BYTES = tuple(word.encode() for word in _LABEL_WORDS)
 # sk-..., sk-proj-..., sk-ant-...: the literal comes first, so the regex engine finds it fast
 _SK_KEY = re.compile(r"sk-(?:(?<!\wsk-)|(?<=\\[nrt]sk-))(?=[\w-]*\d)[\w-]{16,}")
 _SECRET_VARIABLE = re.compile(r"(?:^|_)(?:KEY|APIKEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
@@ -95,10 +96,22 @@ def redact(text: str) -> str:
 
 
 def redact_bytes(data: bytes) -> bytes:
-    """:func:`redact` for UTF-8 bytes (a JSON line); returns ``data`` itself when clean."""
+    """:func:`redact` for UTF-8 bytes (a JSON line); returns ``data`` itself when clean (told
+    on the bytes, without decoding them: every pattern starts with ASCII)."""
+    if not _may_hold_secret(data):
+        return data
     text = data.decode("utf-8", "surrogateescape")
     clean = redact(text)
     return data if clean is text else clean.encode("utf-8", "surrogateescape")
+
+
+def _may_hold_secret(data: bytes) -> bool:
+    """Whether :func:`redact` could change ``data``'s text: a registered value, ``sk-`` or a
+    label word is in it (the label words in any case)."""
+    if not data.isascii() or b"sk-" in data or any(value in data for value in _values[1]):
+        return True  # non-ASCII: a letter such as the Kelvin sign lower-cases to a label's
+    lower = data.lower()  # ASCII: as the text would lower-case
+    return any(word in lower for word in _LABEL_BYTES)
 
 
 def scrub(payload: bytes) -> bytes:

@@ -109,6 +109,11 @@ def strict_answer(
     the whole reply: "it is around 64, but I cannot decide" has no strict answer. Every answer
     type but ``code``.
     """
+    return _strict(text, answer_type, None if choices is None else tuple(choices))
+
+
+@lru_cache(maxsize=4096)  # read by the evaluator and again by the signals
+def _strict(text: str, answer_type: AnswerType, choices: tuple[str, ...] | None) -> str | None:
     return _in_spans(text, _strategy(answer_type, choices).strict)
 
 

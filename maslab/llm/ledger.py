@@ -87,19 +87,33 @@ _TOTALS_FIELDS = tuple(f.name for f in fields(UsageTotals))
 
 
 def _totals(rows: list[CallRecord]) -> UsageTotals:
-    fresh = [r for r in rows if not r.cached and r.error is None]
-    cached = [r for r in rows if r.cached]
+    """The sums over ``rows``, in one pass (a sample's record asks for several)."""
+    cached = failed = estimated = prompt = completion = cached_prompt = cached_completion = 0
+    latency = queued = 0.0
+    for r in rows:
+        latency += r.latency_s
+        queued += r.queued_s
+        estimated += r.estimated
+        if r.cached:
+            cached += 1
+            cached_prompt += r.prompt_tokens
+            cached_completion += r.completion_tokens
+        elif r.error is None:
+            prompt += r.prompt_tokens
+            completion += r.completion_tokens
+        if r.error is not None:
+            failed += 1
     return UsageTotals(
         calls=len(rows),
-        cached_calls=len(cached),
-        failed_calls=sum(r.error is not None for r in rows),
-        estimated_calls=sum(r.estimated for r in rows),
-        prompt_tokens=sum(r.prompt_tokens for r in fresh),
-        completion_tokens=sum(r.completion_tokens for r in fresh),
-        cached_prompt_tokens=sum(r.prompt_tokens for r in cached),
-        cached_completion_tokens=sum(r.completion_tokens for r in cached),
-        latency_s=sum(r.latency_s for r in rows),
-        queued_s=sum(r.queued_s for r in rows),
+        cached_calls=cached,
+        failed_calls=failed,
+        estimated_calls=estimated,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_prompt_tokens=cached_prompt,
+        cached_completion_tokens=cached_completion,
+        latency_s=latency,
+        queued_s=queued,
     )
 
 

@@ -296,3 +296,19 @@ def test_an_internal_errors_traceback_is_printed_redacted(tmp_path, monkeypatch,
     assert "Traceback" in err and f"cannot use state {{'importance': '{MARKER}'}}" in err
     assert key not in err
     assert err.strip().splitlines()[-1].startswith("maslab: internal error (a bug)")
+
+
+def test_line_redaction_is_the_texts_whatever_the_bytes_hold():
+    from maslab.secrets import redact, redact_bytes
+
+    token = "a1b2c3d4e5f6g7h8i9j0"
+    for text in (
+        f"api_key={token}",
+        f"API_KEY={token}",
+        f"api_\u212aey={token}",  # a Kelvin sign, which lower-cases to k
+        f"Bearer {token} and é",
+        "nothing to hide, é",
+        "nothing to hide",
+    ):
+        data = text.encode()
+        assert redact_bytes(data) == redact(text).encode()
