@@ -149,7 +149,7 @@ def run_measured(
     process's own and those of the children it waited for (``wait4``)."""
     with log.open("wb") as out:
         started = time.time()
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=command_env())
         ended: list[tuple[float, int, Any]] = []
 
         def reap() -> None:
@@ -186,6 +186,13 @@ def rss_mb(pid: int) -> tuple[float, float] | None:
         return tuple(int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))  # type: ignore[return-value]
     except (KeyError, ValueError):  # a zombie has no memory lines
         return None
+
+
+def command_env() -> dict[str, str]:
+    """The environment a measured command runs in: this one, with Python's bytecode cache on
+    (``PYTHONDONTWRITEBYTECODE`` dropped), as an installed maslab runs; the first command
+    writes the cache, so a script's first figure includes compiling."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def maslab_command() -> list[str]:

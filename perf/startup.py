@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from benchkit import arguments, print_machine, print_table, write_json
+from benchkit import arguments, command_env, print_machine, print_table, write_json
 
 COMMANDS = {
     "maslab --help": ["-m", "maslab.cli", "--help"],
@@ -27,17 +27,19 @@ def wall(arguments: list[str], runs: int) -> float:
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([sys.executable, *arguments], capture_output=True, check=True)
+        subprocess.run(
+            [sys.executable, *arguments], capture_output=True, check=True, env=command_env()
+        )
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
 
 def slowest_imports(count: int = 8) -> list[dict[str, Any]]:
     """The slowest imports of ``maslab`` modules under ``import maslab.cli``, cumulative."""
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import maslab.cli"],
-                         capture_output=True, text=True, check=True).stderr  # fmt: skip
+    argv = [sys.executable, "-X", "importtime", "-c", "import maslab.cli"]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=command_env())
     rows: list[dict[str, Any]] = []
-    for line in out.splitlines()[1:]:
+    for line in out.stderr.splitlines()[1:]:
         fields = line.removeprefix("import time:").split("|")
         _, cumulative, name = (part.strip() for part in fields)
         if name.startswith("maslab"):
