@@ -1,19 +1,37 @@
-"""The Ray backend measured: a sweep on local Ray against the local backend, and Ray's fixed
-split of the limits against a limiter actor that every worker asks per call.
+"""The Ray backend measured: a run and a sweep on the local backend, on a Ray the command starts
+and on a running Ray cluster it joins; then Ray's fixed split of the limits against a limiter
+actor that every worker asks per call.
 
-1. Sweep. A FakeOpenAIServer in a process of its own answers every call after LATENCY seconds.
-   A sweep of 4 cells (vanilla and llm_debate 3 x 2, on `arith` and on `arith` at difficulty 4;
-   `--limit LIMIT`, one repeat, no cache, concurrency CAP) runs through the CLI as a user runs it,
-   `maslab sweep FILE --quiet` (local) and `maslab sweep FILE --backend ray --workers WORKERS
-   --quiet` (ray). Per backend: the command's wall time; the model window (the server's first
-   request arrival to its last answer) and its ratio to the bound max(calls x latency / CAP,
-   2 rounds x latency); start-up (command start to first request) and wind-down (last answer
-   to exit); overhead per task, (wall - window) / tasks; requests served and the peak in
-   flight (at most CAP); CPU. The command's own CPU (wait4) holds only itself and the
-   children it reaped: Ray's workers, raylet and GCS run in other processes, so the process
-   tree's CPU and resident memory are also sampled from /proc while it runs. Both backends must
-   write the same records (each cell's results.jsonl by (task_id, repeat), elapsed_s and every
-   latency_s aside).
+1. Run and sweep. A FakeOpenAIServer in a process of its own answers every call after LATENCY
+   seconds. The run is `maslab run --method llm_debate --benchmark arith --limit RUN_LIMIT`
+   (3 agents x 2 rounds); the sweep has 4 cells (vanilla and llm_debate 3 x 2, on `arith` and
+   on `arith` at difficulty 4; `--limit LIMIT`). Both: one repeat, no cache (with `--cache`, a
+   fresh one per command), concurrency CAP, `--quiet`, through the CLI as a user runs them,
+   once per backend:
+   - local: no backend options;
+   - ray: `--backend ray --workers WORKERS`, which starts a local Ray and stops it;
+   - ray, joined: the same with `--address`, joining a running cluster: the one `--address
+     ADDR` names, or with `--start-cluster` one this script starts before these rows (`ray
+     start --head --num-cpus WORKERS --disable-usage-stats --include-dashboard=false`, in a Ray
+     temporary directory of its own, so that `--address auto` finds it and no other Ray) and
+     stops after, by killing the processes that write in its session directory (`ray stop
+     --force` would stop every Ray on the machine). A fresh cluster has a worker process per
+     CPU started for its first command only, so an unmeasured run of 2 tasks goes first: the
+     rows measure the commands that follow, as most are.
+   Per row: the command's wall time; start-up (command start to the server's first request)
+   and wind-down (last answer to exit), each also over the local row's; the model window (the
+   first request to the last answer) and its ratio to the bound max(calls x latency / CAP,
+   2 rounds x latency); overhead per task over local, (wall - local wall) / tasks, and the part
+   of it that is neither start-up nor wind-down, (window - local window) / tasks; requests
+   served and the peak in flight (at most CAP); CPU; the load average (1 min) at the row's
+   start. The command's own CPU (wait4) holds only itself and the children it reaped: Ray's
+   workers, raylet and GCS run in other processes, so the process tree's CPU and resident
+   memory are also sampled from /proc while it runs; with `--start-cluster` a joined row's tree
+   takes in the cluster's processes (its workers among them), their CPU counted from the
+   command's start.
+   Every row must write the same records (by task_id and repeat, elapsed_s and every latency_s
+   aside). Against the targets (a joined cluster adds at most 1 s of start-up and 2 ms per task
+   over local) the script prints met or missed for the joined rows, per task both ways.
 
 2. Fixed split against a limiter actor, on a local Ray of 2 CPUs. Two worker actors each
    make simulated calls (a call: `await asyncio.sleep(latency)`), up to CAP-LIMIT at once in all.
@@ -25,9 +43,10 @@ split of the limits against a limiter actor that every worker asks per call.
    CAP-LIMIT. Then the imbalance where the fixed split loses: one worker has 10x the calls of
    the other, so half the cap idles while it finishes. A verdict is computed from the figures.
 
-    python perf/ray_sweep.py [--latency 0.2] [--cap 64] [--limit 64] [--workers 2]
+    python perf/ray_sweep.py [--latency 0.2] [--cap 64] [--run-limit 64] [--limit 64]
+                             [--workers 2] [--cache] [--address ADDR | --start-cluster]
                              [--calls 4000] [--cap-limit 64] [--call-latency 0 0.05]
-                             [--only {sweep,limiter}] [--json PATH]
+                             [--only {run,sweep,limiter} ...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -35,8 +54,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,67 +79,90 @@ from benchkit import (
     write_json,
 )
 
+from maslab.harness.ray_watchdog import end_session, writes_under
+
 METHODS = ("vanilla", "{name: llm_debate, config: {agents: 3, rounds: 2}, label: debate-3x2}")
 BENCHMARKS = ("arith", "{name: arith, options: {difficulty: 4}, label: arith-d4}")
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 ROUNDS = 2  # dependent rounds of model calls in a sample, at most (debate's)
 IMBALANCE = 10  # the busier worker's calls over the other's
+STARTUP_TARGET_S = 1.0  # a joined cluster's start-up over the local backend's, at most
+TASK_TARGET_MS = 2.0  # and its overhead per task over the local backend's
 
 
-# -- part 1: the sweep on each backend ------------------------------------------------------
+# -- part 1: a run and a sweep on each backend -----------------------------------------------
 
 
-def sweep_file(directory: Path, base_url: str, limit: int, cap: int) -> Path:
+def sweep_file(
+    directory: Path, base_url: str, limit: int, cap: int, cache: Path | None = None
+) -> Path:
     methods = "".join(f"  - {entry}\n" for entry in METHODS)
     benchmarks = "".join(f"  - {entry}\n" for entry in BENCHMARKS)
     path = directory / "sweep.yaml"
     path.write_text(
         f"out: {directory / 'runs'}\nmodels: ['openai:fake@{base_url}']\nmethods:\n{methods}"
-        f"benchmarks:\n{benchmarks}limit: {limit}\nrepeats: 1\ncache: false\n"
+        f"benchmarks:\n{benchmarks}limit: {limit}\nrepeats: 1\ncache: {cache or 'false'}\n"
         f"concurrency: {cap}\n"
     )
     return path
 
 
-class TreeWatch:
-    """Samples a process tree from /proc (every process whose parent chain reaches the root):
-    each process's CPU seconds as last seen (so one that exits between samples misses its last
-    moments), and the peak of the tree's summed resident memory (shared pages count once per
-    process)."""
+def _stats(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat``'s fields after the command name (state first), or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
 
-    def __init__(self) -> None:
+
+class TreeWatch:
+    """Samples process trees from /proc (every process whose parent chain reaches the root or
+    one of ``others``): each process's CPU seconds as last seen, less what it had used when the
+    watch began (so one that exits between samples misses its last moments), and the peak of
+    the trees' summed resident memory (shared pages count once per process)."""
+
+    def __init__(self, others: Sequence[int] = ()) -> None:
+        self.others = list(others)
         self.cpu: dict[int, float] = {}
         self.peak_rss_mb = 0.0
+        self.before: dict[int, float] = {}
+        if self.others:
+            self.before = dict(self.cpu_and_rss(self.tree([]))[0])
 
-    def __call__(self, root: int) -> None:
+    def tree(self, roots: list[int]) -> dict[int, list[str]]:
+        """Every process under ``roots`` and :attr:`others`, with its ``stat`` fields."""
         stats: dict[int, list[str]] = {}
         for entry in os.scandir("/proc"):
-            if entry.name.isdigit():
-                try:
-                    text = Path(entry.path, "stat").read_text()
-                except OSError:
-                    continue
-                stats[int(entry.name)] = text[text.rindex(")") + 2 :].split()
+            if entry.name.isdigit() and (fields := _stats(int(entry.name))) is not None:
+                stats[int(entry.name)] = fields
         children: dict[int, list[int]] = {}
         for pid, fields in stats.items():
             children.setdefault(int(fields[1]), []).append(pid)
-        tree, todo = [], [root]
+        tree, todo = {}, [*roots, *self.others]
         while todo:
             pid = todo.pop()
-            if pid in stats:
-                tree.append(pid)
+            if pid in stats and pid not in tree:
+                tree[pid] = stats[pid]
                 todo += children.get(pid, [])
-        rss = 0.0
-        for pid in tree:
-            fields = stats[pid]  # utime and stime are fields 14 and 15, rss 24 (1-based)
-            self.cpu[pid] = (int(fields[11]) + int(fields[12])) / TICK
-            rss += int(fields[21]) * PAGE_MB
+        return tree
+
+    @staticmethod
+    def cpu_and_rss(tree: dict[int, list[str]]) -> tuple[dict[int, float], float]:
+        """Each process's CPU seconds so far, and the tree's resident memory (MB)."""
+        # utime and stime are fields 14 and 15, rss 24 (1-based)
+        cpu = {pid: (int(f[11]) + int(f[12])) / TICK for pid, f in tree.items()}
+        return cpu, sum(int(f[21]) for f in tree.values()) * PAGE_MB
+
+    def __call__(self, root: int) -> None:
+        cpu, rss = self.cpu_and_rss(self.tree([root]))
+        self.cpu.update(cpu)
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
 
     @property
     def cpu_s(self) -> float:
-        return sum(self.cpu.values())
+        return sum(cpu - self.before.get(pid, 0.0) for pid, cpu in self.cpu.items())
 
 
 def _without_latencies(value: Any) -> Any:
@@ -125,7 +174,7 @@ def _without_latencies(value: Any) -> Any:
 
 
 def records(runs: Path) -> dict[tuple[str, str, int], Any]:
-    """Every cell's records by (cell, task_id, repeat), without elapsed_s or any latency_s."""
+    """Every run's records by (run, task_id, repeat), without elapsed_s or any latency_s."""
     found = {}
     for results in sorted(runs.rglob("results.jsonl")):
         cell = str(results.parent.relative_to(runs))
@@ -136,32 +185,74 @@ def records(runs: Path) -> dict[tuple[str, str, int], Any]:
     return found
 
 
-def sweep_on(
-    backend: str, server: ServerProcess, args: argparse.Namespace, tmp: Path
+@dataclass
+class Backend:
+    """Where a row's samples are solved: its label, the command's options, variables added to
+    its environment, and the processes of the cluster it joins when they run here."""
+
+    label: str
+    options: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cluster: list[int] = field(default_factory=list)
+
+
+@contextmanager
+def environment(extra: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``extra`` added (the measured command inherits it)."""
+    saved = {name: os.environ.get(name) for name in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def command(
+    part: str, directory: Path, server: ServerProcess, args: argparse.Namespace
+) -> list[str]:
+    """The ``maslab`` command of ``part`` (run or sweep) writing under ``directory`` (and its
+    fresh response cache there, with ``--cache``)."""
+    cache = directory / "cache.sqlite" if args.cache else None
+    if part == "sweep":
+        sweep = sweep_file(directory, server.url, args.limit, args.cap, cache)
+        return [*maslab_command(), "sweep", str(sweep), "--quiet"]
+    return [*maslab_command(), "run", "--method", "llm_debate", "--benchmark", "arith",
+            "--model", f"openai:fake@{server.url}", "--limit", str(args.run_limit),
+            *(["--cache", str(cache)] if cache else ["--no-cache"]),
+            "--concurrency", str(args.cap), "--quiet",
+            "--out", str(directory / "runs" / "run")]  # fmt: skip
+
+
+def measure(
+    part: str, backend: Backend, server: ServerProcess, args: argparse.Namespace, tmp: Path
 ) -> tuple[dict[str, Any], dict[tuple[str, str, int], Any]]:
-    """One sweep on ``backend`` against ``server``: its row, and its records."""
-    directory = tmp / backend
+    """``part`` on ``backend`` against ``server``: its row, and its records."""
+    directory = tmp / f"{part}-{len(list(tmp.iterdir()))}"
     directory.mkdir()
-    sweep = sweep_file(directory, server.url, args.limit, args.cap)
-    ray = ["--backend", "ray", "--workers", str(args.workers)] if backend == "ray" else []
-    watch = TreeWatch()
+    argv = [*command(part, directory, server, args), *backend.options]
+    load = os.getloadavg()[0]
+    watch = TreeWatch(backend.cluster)
     server.reset()
-    command = [*maslab_command(), "sweep", str(sweep), "--quiet", *ray]
-    run = run_measured(command, directory / "sweep.log", watch=watch, every_s=0.1)
+    with environment(backend.env):
+        run = run_measured(argv, directory / "command.log", watch=watch, every_s=0.1)
     run.check(ok=(0,))
     stats = server.stats()
     found = records(directory / "runs")
     window = stats["last_answer"] - stats["first_arrival"]
     bound = max(stats["served"] * args.latency / args.cap, ROUNDS * args.latency)
     row = {
-        "backend": backend,
+        "backend": backend.label,
+        "load": load,
         "tasks": len(found),
         "wall_s": run.wall,
         "model_window_s": window,
         "window_over_bound": window / bound,
         "startup_s": stats["first_arrival"] - run.started,
         "wind_down_s": run.ended - stats["last_answer"],
-        "overhead_ms_per_task": (run.wall - window) / len(found) * 1000,
         "served": stats["served"],
         "requests": stats["requests"],
         "peak_in_flight": stats["peak_in_flight"],
@@ -170,47 +261,179 @@ def sweep_on(
         "processes": len(watch.cpu),
         "peak_rss_mb": run.peak_rss_mb,
         "tree_peak_rss_mb": watch.peak_rss_mb,
+        "output_lines": len(run.output.splitlines()),
     }
     return row, found
 
 
-SWEEP_COLUMNS = [
-    ("backend", "backend"), ("tasks", "tasks"), ("wall_s", "wall s", "{:.2f}"),
-    ("model_window_s", "window s", "{:.2f}"), ("window_over_bound", "window/bound", "{:.2f}"),
-    ("startup_s", "start-up s", "{:.2f}"), ("wind_down_s", "wind-down s", "{:.2f}"),
-    ("overhead_ms_per_task", "overhead ms/task", "{:.1f}"), ("served", "served"),
+def over_local(rows: list[dict[str, Any]]) -> None:
+    """Each row's figures over the local row's (the first): start-up, wind-down, and per task
+    the whole wall's and the model window's."""
+    local = rows[0]
+    for row in rows:
+        tasks = row["tasks"]
+        row["startup_over_local_s"] = row["startup_s"] - local["startup_s"]
+        row["wind_down_over_local_s"] = row["wind_down_s"] - local["wind_down_s"]
+        row["overhead_ms_per_task"] = (row["wall_s"] - local["wall_s"]) / tasks * 1000
+        row["window_ms_per_task"] = (row["model_window_s"] - local["model_window_s"]) / tasks * 1000
+
+
+def verdicts(rows: list[dict[str, Any]]) -> list[str]:
+    """Each joined row against the targets, met or missed by how much: start-up, and per task
+    both the whole wall's overhead and the window's (start-up and wind-down left out)."""
+    lines = []
+    for row in rows:
+        if "joined" not in row["backend"]:
+            continue
+        for what, value, target, unit in (
+            ("start-up over local", row["startup_over_local_s"], STARTUP_TARGET_S, "s"),
+            ("overhead per task, (wall - local wall) / tasks", row["overhead_ms_per_task"],
+             TASK_TARGET_MS, "ms"),
+            ("per task in the window, (window - local window) / tasks",
+             row["window_ms_per_task"], TASK_TARGET_MS, "ms"),
+        ):  # fmt: skip
+            verdict = "met" if value <= target else f"MISSED by {value - target:.2f} {unit}"
+            lines.append(f"{row['backend']}: {what} {value:.2f} {unit} "
+                         f"(target <= {target:g} {unit}): {verdict}")  # fmt: skip
+    return lines
+
+
+COLUMNS = [
+    ("backend", "backend"), ("load", "load", "{:.1f}"), ("tasks", "tasks"),
+    ("wall_s", "wall s", "{:.2f}"), ("model_window_s", "window s", "{:.2f}"),
+    ("window_over_bound", "window/bound", "{:.2f}"), ("startup_s", "start-up s", "{:.2f}"),
+    ("wind_down_s", "wind-down s", "{:.2f}"),
+    ("startup_over_local_s", "start-up +s", "{:+.2f}"),
+    ("wind_down_over_local_s", "wind-down +s", "{:+.2f}"),
+    ("overhead_ms_per_task", "+ms/task", "{:+.1f}"),
+    ("window_ms_per_task", "window +ms/task", "{:+.1f}"), ("served", "served"),
     ("peak_in_flight", "peak"), ("cpu_s", "CPU s (wait4)", "{:.1f}"),
     ("tree_cpu_s", "CPU s (tree)", "{:.1f}"), ("processes", "procs"),
     ("peak_rss_mb", "peak RSS MB", "{:.0f}"), ("tree_peak_rss_mb", "tree RSS MB", "{:.0f}"),
+    ("output_lines", "lines out"),
 ]  # fmt: skip
 
 
-def sweeps(args: argparse.Namespace) -> dict[str, Any]:
-    print(f"\n1. sweep: 2 methods x 2 benchmarks, --limit {args.limit}, concurrency {args.cap}, "
-          f"latency {args.latency * 1000:.0f} ms; ray: --workers {args.workers}")  # fmt: skip
+def free_port() -> int:
+    """A TCP port free on this machine now (for the cluster's GCS)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def started_cluster(cpus: int, options: list[str]) -> Iterator[tuple[Backend, float]]:
+    """A Ray cluster of ``cpus`` CPUs started here with ``ray start --head``, in a Ray
+    temporary directory of its own (``RAY_TMPDIR``, which the joining command gets too, so
+    that ``--address auto`` finds this cluster and no other): the backend that joins it, and
+    how long ``ray start`` took. On the way out its processes (those writing in its session
+    directory) are killed."""
+    tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths are limited
+    env = {"RAY_TMPDIR": tmp}
+    ray = str(Path(sys.executable).with_name("ray"))
+    start = [ray, "start", "--head", f"--port={free_port()}", f"--num-cpus={cpus}",
+             "--disable-usage-stats", "--include-dashboard=false"]  # fmt: skip
+    session = os.path.join(tmp, "ray", "session_latest")
+    try:
+        began = time.time()
+        done = subprocess.run(start, env={**os.environ, **env}, capture_output=True, text=True)
+        took = time.time() - began
+        if done.returncode:
+            raise RuntimeError(f"{' '.join(start)} exited {done.returncode}:\n{done.stderr}")
+        session = os.path.realpath(session)
+        daemons = [int(p) for p in os.listdir("/proc") if p.isdigit() and writes_under(p, session)]
+        yield Backend("ray, joined", [*options, "--address", "auto"], env, daemons), took
+    finally:
+        if os.path.isdir(session):
+            end_session(session)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def joined(args: argparse.Namespace) -> Iterator[tuple[Backend | None, float | None]]:
+    """The backend of the joined rows (None without ``--address`` or ``--start-cluster``),
+    and how long starting the cluster took, if this script started it."""
+    options = ["--backend", "ray", "--workers", str(args.workers)]
+    if args.start_cluster:
+        with started_cluster(args.workers, options) as (backend, took):
+            yield backend, took
+    elif args.address:
+        yield Backend("ray, joined", [*options, "--address", args.address]), None
+    else:
+        yield None, None
+
+
+def warm_up(backend: Backend, server: ServerProcess, args: argparse.Namespace, tmp: Path) -> None:
+    """A run of 2 tasks on ``backend``, unmeasured: a fresh cluster starts a worker process per
+    CPU for its first command only."""
+    first = argparse.Namespace(**{**vars(args), "run_limit": 2})
+    directory = tmp / "warm-up"
+    directory.mkdir()
+    with environment(backend.env):
+        run = run_measured([*command("run", directory, server, first), *backend.options],
+                           directory / "command.log")  # fmt: skip
+    run.check(ok=(0,))
+
+
+def backends_part(args: argparse.Namespace, parts: list[str]) -> dict[str, Any]:
+    """Each of ``parts`` (run, sweep) on each backend: its table, records compared, targets."""
+    local = Backend("local", [])
+    own = Backend("ray", ["--backend", "ray", "--workers", str(args.workers)])
+    rows: dict[str, list[dict[str, Any]]] = {part: [] for part in parts}
+    found: dict[str, list[dict[tuple[str, str, int], Any]]] = {part: [] for part in parts}
+    figures: dict[str, Any] = {}
     with ServerProcess(args.latency) as server, tempfile.TemporaryDirectory() as tmp:
-        local, local_records = sweep_on("local", server, args, Path(tmp))
-        on_ray, ray_records = sweep_on("ray", server, args, Path(tmp))
-    rows = [local, on_ray]
-    print_table(rows, SWEEP_COLUMNS)
-    identical = local_records == ray_records
-    differing = sum(local_records.get(k) != v for k, v in ray_records.items())
-    differing += len(local_records.keys() - ray_records.keys())
-    within_cap = all(row["peak_in_flight"] <= args.cap for row in rows)
-    ratio = on_ray["wall_s"] / local["wall_s"]
-    windows = on_ray["model_window_s"] / local["model_window_s"]
-    print(f"ray / local: wall {ratio:.2f}, model window {windows:.2f}")
-    print(f"records identical: {'yes' if identical else f'NO ({differing} differ)'}; "
-          f"peak in flight within {args.cap}: {'yes' if within_cap else 'NO'}")  # fmt: skip
+        for part in parts:
+            for backend in (local, own):
+                row, records_ = measure(part, backend, server, args, Path(tmp))
+                rows[part].append(row)
+                found[part].append(records_)
+        with joined(args) as (cluster, took):
+            if took is not None:  # started here: its first command goes unmeasured
+                figures["cluster_start_s"] = took
+                warm_up(cluster, server, args, Path(tmp))
+            for part in parts if cluster is not None else ():
+                row, records_ = measure(part, cluster, server, args, Path(tmp))
+                rows[part].append(row)
+                found[part].append(records_)
+    for part in parts:
+        what = {
+            "run": f"maslab run: llm_debate 3 x 2 on arith, --limit {args.run_limit}",
+            "sweep": f"maslab sweep: 2 methods x 2 benchmarks, --limit {args.limit}",
+        }[part]
+        cache = "a fresh cache" if args.cache else "no cache"
+        print(f"\n1. {what}, concurrency {args.cap}, latency {args.latency * 1000:.0f} ms, "
+              f"{cache}; ray: --workers {args.workers}")  # fmt: skip
+        if "cluster_start_s" in figures:
+            print(
+                f"the cluster (ray start --head) took {figures['cluster_start_s']:.2f} s to start"
+            )
+        over_local(rows[part])
+        print_table(rows[part], COLUMNS)
+        reference = found[part][0]
+        differing = sum(
+            sum(reference.get(k) != v for k, v in other.items())
+            + len(reference.keys() - other.keys())
+            for other in found[part][1:]
+        )
+        within_cap = all(row["peak_in_flight"] <= args.cap for row in rows[part])
+        print(f"records identical: {'yes' if not differing else f'NO ({differing} differ)'}; "
+              f"peak in flight within {args.cap}: {'yes' if within_cap else 'NO'}")  # fmt: skip
+        lines = verdicts(rows[part])
+        for line in lines:
+            print(line)
+        figures[part] = {
+            "runs": rows[part],
+            "ray_over_local_wall": rows[part][1]["wall_s"] / rows[part][0]["wall_s"],
+            "records_identical": not differing,
+            "records_differing": differing,
+            "peak_within_cap": within_cap,
+            "targets": lines,
+        }
     print("CPU (wait4) is the command and the children it reaped; Ray's workers, raylet and GCS "
-          "run elsewhere: CPU (tree) sums the process tree sampled every 0.1 s")  # fmt: skip
-    return {
-        "runs": rows,
-        "ray_over_local_wall": ratio,
-        "records_identical": identical,
-        "records_differing": differing,
-        "peak_within_cap": within_cap,
-    }
+          "run elsewhere: CPU (tree) sums the process tree sampled every 0.1 s (a joined row's "
+          "takes in the processes of a cluster started here)")  # fmt: skip
+    return figures
 
 
 # -- part 2: fixed split against a limiter actor --------------------------------------------
@@ -348,7 +571,8 @@ def limiters(args: argparse.Namespace) -> dict[str, Any]:
     cap, n = args.cap_limit, args.calls
     print(f"\n2. fixed split against a limiter actor: 2 workers, cap {cap}, {n} calls each "
           f"(uneven: {n} and {n // IMBALANCE})")  # fmt: skip
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # one per worker
+    # a Ray of its own (address="local"), not one already running here: one CPU per worker
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         probe = ray.remote(num_cpus=1)(Caller).remote()
         limiter = ray.remote(num_cpus=0)(Limiter).remote(cap)
@@ -380,20 +604,36 @@ def limiters(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--latency", type=above_zero, default=0.2, help="seconds per call")
-    parser.add_argument("--cap", type=int, default=64, help="the sweep's concurrency")
-    parser.add_argument("--limit", type=int, default=64, help="tasks per cell")
+    parser.add_argument("--cap", type=int, default=64, help="the run's and the sweep's concurrency")
+    parser.add_argument("--run-limit", type=int, default=64, help="the run's tasks")
+    parser.add_argument("--limit", type=int, default=64, help="tasks per cell of the sweep")
     parser.add_argument("--workers", type=int, default=2, help="Ray workers")
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="give every run a fresh response cache (on Ray: served by the cache actor)",
+    )
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument("--address", help="also join this running Ray cluster (--address)")
+    cluster.add_argument(
+        "--start-cluster",
+        action="store_true",
+        help="also join a cluster this script starts (ray start --head) and stops",
+    )
     parser.add_argument("--calls", type=int, default=4000, help="simulated calls per worker")
     parser.add_argument("--cap-limit", type=int, default=64, help="the simulated calls' cap")
     parser.add_argument("--call-latency", type=float, nargs="+", default=[0.0, 0.05])
-    parser.add_argument("--only", choices=("sweep", "limiter"), help="run one part only")
+    parser.add_argument(
+        "--only", nargs="+", choices=("run", "sweep", "limiter"), help="run these parts only"
+    )
     args = parser.parse_args()
     if 0 not in args.call_latency or not any(latency > 0 for latency in args.call_latency):
         parser.error("--call-latency needs 0 and at least one latency above 0")
     figures: dict[str, Any] = {"machine": print_machine(), "settings": vars(args)}
-    if args.only != "limiter":
-        figures["sweep"] = sweeps(args)
-    if args.only != "sweep":
+    only = set(args.only or ("run", "sweep", "limiter"))
+    if only & {"run", "sweep"}:
+        figures.update(backends_part(args, [part for part in ("run", "sweep") if part in only]))
+    if "limiter" in only:
         figures["limiter"] = limiters(args)
     write_json(args.json, figures)
 

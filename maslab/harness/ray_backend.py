@@ -17,6 +17,12 @@ machine,
 served by a cache actor placed there: workers look calls up in it and send it what they fetch,
 so a re-run on the cluster replays with zero requests.
 
+Nothing waits for the workers to start: a shard is handed to its worker's lane at once and
+sent once that worker is up. With no address the command starts a local Ray of its own (never
+the cluster last started on the machine, which Ray's default would join) and stops it at the
+end; a running cluster it joins (``--address auto``) is only disconnected from, so a cluster
+started once (``ray start --head``) saves every command Ray's start.
+
 Workers need maslab (and any plugin the run uses) installed, and the API keys its endpoints
 name in their environment; a local Ray's workers inherit the driver's.
 """
@@ -27,6 +33,7 @@ import asyncio
 import logging
 import os
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -55,9 +62,11 @@ if TYPE_CHECKING:
     from maslab.harness.runner import RunConfig, Runner
 
 ATTEMPTS = 3  # workers a shard may lose before its run stops (re-running resumes it)
-# shards a worker runs at once: while one finishes its last samples, the other uses the worker's
-# share of the limits, which holds across both
-LANES = 2
+# shards a worker runs at once, under its one share of the limits: while one finishes its last
+# samples, the others keep that share busy, and a sweep of up to 4 cells hands each worker a
+# shard of every cell at once, as the local backend runs them (with 2, perf/ray_sweep.py's sweep
+# took 1.4x the local model window: one worker ran 5 of the 8 shards, the other 3)
+LANES = 4
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +235,41 @@ async def _next_batch(
     return batch
 
 
+class RayWorker(ShardWorker):
+    """A :class:`ShardWorker` as a Ray actor. It is built without arguments (its slot comes
+    with :meth:`setup`), so that its process has received nothing when it builds its Ray
+    serialization context, without pyarrow (:func:`_serialization_without_arrow`)."""
+
+    def __init__(self) -> None:
+        _serialization_without_arrow(_ray())
+        super().__init__(0, 1, None)
+
+    def setup(self, slot: int, slots: int, cache: Any | None) -> None:
+        """Take slot ``slot`` of ``slots``, and the cache server (None: no cache)."""
+        super().__init__(slot, slots, cache)
+
+
+def _serialization_without_arrow(ray: Any) -> None:
+    """Build this process's Ray serialization context, without importing pyarrow.
+
+    Ray builds it for the first object a process sends or receives, and imports pyarrow (and
+    numpy with it) when installed, only to register serializers for Ray Data's Arrow objects,
+    which never cross here: 0.2 s of each command's start-up, and of each worker's. With the
+    import refused for that moment, Ray skips them; ``import pyarrow`` works again after."""
+    if "pyarrow" in sys.modules:
+        return  # imported already: nothing to save
+    try:
+        build = ray._private.worker.global_worker.get_serialization_context
+    except AttributeError:  # another Ray's internals: it builds its own, as it would anyway
+        return
+    # None in sys.modules: "import pyarrow" raises ModuleNotFoundError
+    sys.modules["pyarrow"] = None  # type: ignore[assignment]
+    try:
+        build()
+    finally:
+        del sys.modules["pyarrow"]
+
+
 def _ray() -> Any:
     try:
         import ray
@@ -242,7 +286,8 @@ class RayCluster:
 
     Args:
         address: A Ray cluster to join (``auto``, ``ray://head:10001``, ...); None joins the one
-            ``RAY_ADDRESS`` names, else starts a local Ray.
+            ``RAY_ADDRESS`` names, else starts a local Ray (never joining one already running
+            here: that takes ``auto``).
         workers: Worker slots (one CPU each); None is one per CPU of the cluster.
         shards: Shards each run's samples are dealt into; None: see
             :func:`~maslab.harness.distributed.plan_shards`.
@@ -255,16 +300,18 @@ class RayCluster:
         self.workers = workers
         self.shards = shards
         self.slots = 0
-        self._started_ray = False
+        self._connected = False  # ray.init was called here: close disconnects (or stops) it
         self._watchdog: subprocess.Popen[bytes] | None = None  # of a local Ray started here
         self._cache: Any | None = None
-        self._workers: list[Any] = []  # each slot's worker (an actor handle)
+        # each slot's worker (an actor handle) and its setup's reference (the worker is up)
+        self._workers: list[tuple[Any, Any]] = []
         self._idle: asyncio.Queue[int] = asyncio.Queue()  # a slot per free lane
         self._worker_class: Any = None
 
     def start(self, config: RunConfig) -> None:
         """Connect to (or start) Ray and start the workers, sharing the limits of ``config``
-        (every run of the session has its endpoints, cache, concurrency and native setting)."""
+        (every run of the session has its endpoints, cache, concurrency and native setting).
+        Nothing waits for a worker: each takes its first shard once it is up."""
         ray = _ray()
         address = self.address or os.environ.get("RAY_ADDRESS", "")
         if address.startswith("ray://") and config.cache:
@@ -274,16 +321,17 @@ class RayCluster:
             )
         if not ray.is_initialized():
             self._connect(ray)
+        _serialization_without_arrow(ray)
         table = endpoints_table(config.endpoints)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.slots = usable_slots(min(self.workers or cpus, cpus), config.concurrency, table)
+        self._worker_class = ray.remote(num_cpus=1, max_concurrency=1_000)(RayWorker)
         if config.cache:
             here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
                 ray.get_runtime_context().get_node_id(), soft=False
             )
             server = ray.remote(num_cpus=0)(CacheServer)
             self._cache = server.options(scheduling_strategy=here).remote(config.cache)
-        self._worker_class = ray.remote(num_cpus=1, max_concurrency=1_000)(ShardWorker)
         self._workers = [self._new_worker(slot) for slot in range(self.slots)]
         for _ in range(LANES):
             for slot in range(self.slots):
@@ -303,16 +351,18 @@ class RayCluster:
         try:
             if self.address or os.environ.get("RAY_ADDRESS"):
                 ray.init(address=self.address, **options)
-            else:
-                ray.init(num_cpus=self.workers, include_dashboard=False, **options)
+            else:  # "local": Ray would join the cluster last started here, which is not ours
+                ray.init(address="local", num_cpus=self.workers, include_dashboard=False, **options)
                 self._watchdog = watch(ray._private.worker._global_node.get_session_dir_path())
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = self.address or os.environ.get("RAY_ADDRESS") or "a local Ray"
             raise ConfigError(f"cannot start or join Ray at {where}: {exc}") from None
-        self._started_ray = True
+        self._connected = True
 
-    def _new_worker(self, slot: int) -> Any:
-        return self._worker_class.remote(slot, self.slots, self._cache)
+    def _new_worker(self, slot: int) -> tuple[Any, Any]:
+        """Start the worker of ``slot``: its handle, and the reference its setup answers."""
+        worker = self._worker_class.remote()
+        return worker, worker.setup.remote(slot, self.slots, self._cache)
 
     async def run(self, runner: Runner, todo: list[tuple[Task, int]]) -> None:
         """Run ``todo`` (samples of ``runner``'s run, whose directory is open) on the workers;
@@ -331,15 +381,17 @@ class RayCluster:
         await all_or_first_failure(self._shard(runner, Shard(spec, s)) for s in shards)
 
     async def _shard(self, runner: Runner, shard: Shard) -> None:
-        """Run one shard on an idle worker; when the worker dies, what it had not streamed
-        back goes to a new one."""
+        """Run one shard on an idle worker, once that worker is up; when the worker dies, what
+        it had not streamed back goes to a new one."""
         ray = _ray()
         left = {(task.id, repeat): (task, repeat) for task, repeat in shard.samples}
         for _ in range(ATTEMPTS):
             slot = await self._idle.get()
-            worker = self._workers[slot]
-            stream = worker.run.remote(Shard(shard.run, list(left.values())))
+            worker, ready = self._workers[slot]
+            stream = None
             try:
+                await ready
+                stream = worker.run.remote(Shard(shard.run, list(left.values())))
                 async for ref in stream:
                     for finished in await ref:
                         if left.pop(finished.record.key, None) is not None:
@@ -347,14 +399,15 @@ class RayCluster:
                 return
             except ray.exceptions.RayActorError as exc:
                 log.warning("a worker died (%s); its shard's %d samples left go on", exc, len(left))
-                if self._workers[slot] is worker:  # not yet replaced (from its other lane)
+                if self._workers[slot][0] is worker:  # not yet replaced (from its other lane)
                     ray.kill(worker, no_restart=True)
                     self._workers[slot] = self._new_worker(slot)
             except ray.exceptions.RayTaskError as exc:  # raised in the worker: raise it here
                 cause = exc.cause
                 raise (cause if isinstance(cause, Exception) else exc) from None
             except BaseException:
-                ray.cancel(stream)
+                if stream is not None:
+                    ray.cancel(stream)
                 raise
             finally:
                 self._idle.put_nowait(slot)
@@ -364,17 +417,18 @@ class RayCluster:
         )
 
     def close(self) -> None:
-        """Stop the workers, store what the cache server holds, and stop Ray if this started it."""
-        if self._worker_class is None:
-            return
+        """Stop the workers (without waiting for each), store what the cache server holds, and
+        disconnect: that stops Ray only if this started it (a joined cluster runs on)."""
+        if not (self._workers or self._cache or self._connected or self._watchdog):
+            return  # nothing started
         ray = _ray()
-        for worker in self._workers:
+        for worker, _ in self._workers:
             ray.kill(worker, no_restart=True)
         if self._cache is not None:
             ray.get(self._cache.close.remote())
             ray.kill(self._cache, no_restart=True)
-        if self._started_ray:
+        if self._connected:
             ray.shutdown()
         if self._watchdog is not None:  # it kills what the shutdown left, then ends
             self._watchdog.communicate()
-            self._watchdog = None
+        self._workers, self._cache, self._connected, self._watchdog = [], None, False, None

@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 from contextlib import suppress
 
 SWEEPS = 25  # kill what is found, look again PAUSE_S later; stop when nothing is left
@@ -48,14 +49,16 @@ def writes_under(pid: str, directory: str) -> bool:
     return False
 
 
-def main(session_dir: str, driver: int) -> None:
-    """Wait for end of file on stdin, then kill the session's processes until none is left."""
-    sys.stdin.buffer.read()  # nobody writes: this returns at end of file
+def end_session(session_dir: str, spare: Collection[int] = ()) -> None:
+    """Kill every process but this one and ``spare`` that has a file in the Ray session's
+    directory ``session_dir`` open for writing, and look again until none is left (or
+    :data:`SWEEPS` times): how a Ray started here ends, whoever started it."""
+    spared = {os.getpid(), *spare}
     for _ in range(SWEEPS):
         pids = [
             int(pid)
             for pid in filter(str.isdigit, os.listdir("/proc"))
-            if int(pid) not in (driver, os.getpid()) and writes_under(pid, session_dir)
+            if int(pid) not in spared and writes_under(pid, session_dir)
         ]
         if not pids:
             return
@@ -63,6 +66,12 @@ def main(session_dir: str, driver: int) -> None:
             with suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(PAUSE_S)
+
+
+def main(session_dir: str, driver: int) -> None:
+    """Wait for end of file on stdin, then end the session's processes (the driver spared)."""
+    sys.stdin.buffer.read()  # nobody writes: this returns at end of file
+    end_session(session_dir, (driver,))
 
 
 if __name__ == "__main__":

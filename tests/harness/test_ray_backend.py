@@ -1,18 +1,24 @@
 """``--backend ray`` on a local Ray with two workers, against the fake server: the same records
 as the local backend, the driver the single writer (a killed worker's samples run again, none
-twice), endpoint limits shared across workers, and the response cache replayed from any worker.
+twice), endpoint limits shared across workers, and the response cache replayed from any worker;
+the command on a Ray it starts and on a running cluster it joins (``ray start --head``), which
+it leaves running, printing under ``--quiet`` only what the local backend prints.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -25,7 +31,8 @@ from maslab.core.context import Context
 from maslab.core.method import MethodConfig, MethodState, register_method
 from maslab.core.task import Solution, Task
 from maslab.errors import ConfigError
-from maslab.harness.ray_backend import ATTEMPTS, WorkersLost
+from maslab.harness.ray_backend import ATTEMPTS, RayCluster, WorkersLost
+from maslab.harness.ray_watchdog import end_session, writes_under
 from maslab.methods.vanilla import Vanilla
 from maslab.store.run_store import RunStore
 from maslab.testing import FakeOpenAIServer
@@ -61,7 +68,9 @@ class DiesOnATask(Vanilla):
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    # "local": a Ray of its own, even where one runs already (ray start --head)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             logging_level=logging.ERROR)  # fmt: skip
     yield
     ray.shutdown()
 
@@ -221,16 +230,83 @@ def test_without_ray_installed_the_ray_backend_is_a_one_line_error(tmp_path, mon
                         out=tmp_path / "run", backend="ray", progress=False)  # fmt: skip
 
 
-def test_the_command_starts_its_own_local_ray_and_stops_it(tmp_path, server):
+def quiet_run(out: Path, *options: str, env: dict[str, str] | None = None) -> tuple[str, str]:
+    """``maslab run ... --quiet`` of 4 tasks on a scripted model into ``out``, as a user runs
+    it (``options`` added, ``env`` added to the environment, ``$RAY_ADDRESS`` left out): its
+    stdout, with ``out`` written OUT, and its stderr."""
     done = subprocess.run(
         [sys.executable, "-m", "maslab.cli", "run", "--method", "vanilla", "--benchmark", "arith",
-         "--model", f"openai:fake@{server.base_url}", "--limit", "4", "--no-cache", "--quiet",
-         "--out", str(tmp_path / "run"), "--backend", "ray", "--workers", "2"],
+         "--model", "scripted:echo", "--limit", "4", "--no-cache", "--quiet", "--out", str(out),
+         *options],
         capture_output=True, text=True, timeout=180,
-        env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+        env={**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, **(env or {})},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert len(records(tmp_path / "run")) == 4
+    return done.stdout.replace(str(out), "OUT"), done.stderr
+
+
+def test_the_command_starts_its_own_local_ray_and_stops_it_quietly(tmp_path):
+    local = quiet_run(tmp_path / "local")
+    assert quiet_run(tmp_path / "run", "--backend", "ray", "--workers", "2") == local
+    assert records(tmp_path / "run") == records(tmp_path / "local")
+
+
+@pytest.fixture
+def running_cluster() -> Iterator[tuple[dict[str, str], list[int]]]:
+    """A Ray cluster of 2 CPUs started with ``ray start --head``, as the docs say, in a Ray
+    temporary directory of its own: the environment that has ``--address auto`` find it (and
+    no other Ray of the machine), and its processes. On the way out they are killed, not ``ray
+    stop``-ped, which would stop every Ray of the machine."""
+    tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths are limited
+    env = {"RAY_TMPDIR": tmp}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    session = Path(tmp, "ray", "session_latest")
+    try:
+        subprocess.run(
+            [str(Path(sys.executable).with_name("ray")), "start", "--head", f"--port={port}",
+             "--num-cpus=2", "--disable-usage-stats", "--include-dashboard=false"],
+            env={**os.environ, **env}, capture_output=True, check=True, timeout=120,
+        )  # fmt: skip
+        session = session.resolve()
+        yield (
+            env,
+            [int(p) for p in os.listdir("/proc") if p.isdigit() and writes_under(p, str(session))],
+        )
+    finally:
+        if session.is_dir():
+            end_session(str(session))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_command_joins_a_running_cluster_quietly_and_leaves_it_running(tmp_path, running_cluster):
+    env, cluster = running_cluster
+    local = quiet_run(tmp_path / "local")
+    joined = ["--backend", "ray", "--address", "auto", "--workers", "2"]
+    assert quiet_run(tmp_path / "joined", *joined, env=env) == local
+    assert records(tmp_path / "joined") == records(tmp_path / "local")
+    gone = [pid for pid in cluster if (fields := stat_fields(pid)) is None or fields[0] == "Z"]
+    assert cluster and gone == []  # the cluster runs on
+
+
+def test_without_an_address_a_local_ray_starts_even_where_a_cluster_runs(monkeypatch):
+    """Ray's own default joins the cluster last started on the machine, whose processes the
+    watchdog of "our" local Ray would then kill; with an address the command joins, with no
+    watchdog (closing only disconnects)."""
+    calls: list[dict[str, Any]] = []
+    node = SimpleNamespace(get_session_dir_path=lambda: "/session")
+    fake = SimpleNamespace(
+        init=lambda **options: calls.append(options),
+        _private=SimpleNamespace(worker=SimpleNamespace(_global_node=node)),
+    )
+    monkeypatch.setattr("maslab.harness.ray_backend.watch", lambda session: f"watching {session}")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    started, joined = RayCluster(workers=2), RayCluster("auto")
+    started._connect(fake)
+    joined._connect(fake)
+    assert [options["address"] for options in calls] == ["local", "auto"]
+    assert started._watchdog == "watching /session" and joined._watchdog is None
 
 
 def stat_fields(pid: int) -> list[str] | None:
