@@ -69,11 +69,56 @@ def clustered_interval(
     if n_records < tasks:
         raise ValueError(f"n_records ({n_records}) must be at least the task count ({tasks})")
     p = math.fsum(task_means) / tasks
-    n_eff: float = tasks
+    se2 = 0.0
     if max(task_means) > min(task_means):  # SE² > 0, hence T >= 2 and 0 < p < 1
         se2 = math.fsum((m - p) ** 2 for m in task_means) / (tasks * (tasks - 1))
-        n_eff = min(max(p * (1 - p) / se2, tasks), n_records)
+    return _clustered_wilson(p, se2, tasks, n_records, confidence)
+
+
+def _clustered_wilson(
+    p: float, se2: float, tasks: int, n_records: int, confidence: float
+) -> tuple[float, float]:
+    """:func:`clustered_interval` from the mean ``p`` over ``tasks`` tasks and its variance
+    ``se2`` (0: no spread between tasks)."""
+    n_eff = min(max(p * (1 - p) / se2, tasks), n_records) if se2 > 0 else tasks
     return _wilson(p, n_eff, confidence)
+
+
+class RunningAccuracy:
+    """The mean over tasks of each task's accuracy, and its :func:`clustered_interval`, kept
+    up to date as samples finish, in constant time each (a progress display's: recomputed
+    from every task at each refresh, a 50,000-task run spent tens of seconds on it)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, tuple[int, int]] = {}  # task -> (samples, correct)
+        self._sum = self._squares = 0.0  # of the task means
+        self.samples = 0
+
+    def add(self, task_id: str, correct: bool) -> None:
+        n, c = self._tasks.get(task_id, (0, 0))
+        if n:
+            self._sum -= c / n
+            self._squares -= (c / n) ** 2
+        n, c = n + 1, c + correct
+        self._tasks[task_id] = (n, c)
+        self._sum += c / n
+        self._squares += (c / n) ** 2
+        self.samples += 1
+
+    @property
+    def accuracy(self) -> float:
+        return self._sum / len(self._tasks) if self._tasks else 0.0
+
+    def interval(self, confidence: float = 0.95) -> tuple[float, float]:
+        """:func:`clustered_interval` of the samples so far (the spread between tasks from
+        running sums: a rounding error's worth of spread counts as none)."""
+        tasks = len(self._tasks)
+        if not tasks:
+            return (0.0, 1.0)
+        p = self.accuracy
+        spread = max(0.0, self._squares - tasks * p * p)
+        se2 = spread / (tasks * (tasks - 1)) if tasks > 1 and spread > 1e-9 * tasks else 0.0
+        return _clustered_wilson(p, se2, tasks, self.samples, confidence)
 
 
 def bootstrap_ci(

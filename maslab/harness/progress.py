@@ -9,7 +9,6 @@ in one display (:func:`run_lines`).
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -27,7 +26,7 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from maslab.analysis.stats import clustered_interval
+from maslab.analysis.stats import RunningAccuracy
 from maslab.secrets import redact
 from maslab.store.run_store import ResultRecord
 
@@ -129,7 +128,7 @@ class RunProgress:
         self.done = self.errors = 0
         self.verdicts = 0  # scores that grade (not measurements): no accuracy shown without one
         self.tokens = self.calls = 0
-        self._tasks: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # samples, correct
+        self._accuracy = RunningAccuracy()
         self._shown = 0.0
         for record in done:
             self._add(record)
@@ -160,9 +159,7 @@ class RunProgress:
         self.done += 1
         self.errors += record.status == "error"
         self.verdicts += record.score is not None and not record.score.measurement
-        tally = self._tasks[record.task_id]
-        tally[0] += 1
-        tally[1] += record.correct
+        self._accuracy.add(record.task_id, record.correct)
         self.tokens += record.tokens_used
         self.calls += int(record.usage.get("calls", 0))
 
@@ -172,9 +169,7 @@ class RunProgress:
             return
         kept: Figures = ()
         if self.verdicts:
-            means = [c / n for n, c in self._tasks.values()]
-            accuracy = sum(means) / len(means)
-            lo, hi = clustered_interval(means, self.done)
+            accuracy, (lo, hi) = self._accuracy.accuracy, self._accuracy.interval()
             kept = ((f"acc {accuracy:.1%} [{lo:.1%}, {hi:.1%}]", ""),)
         if self.errors:
             kept += ((f"errors {self.errors}", "red"),)

@@ -439,3 +439,23 @@ def test_time_queued_at_the_server_is_said_apart_from_model_time():
     s = summarize(records)
     assert s.mean_queued_s == pytest.approx(0.4)
     assert s.describe_model_time() == "0.60 s of model time (and 0.40 s queued at the server)"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_running_accuracy_is_the_clustered_interval_of_the_samples_so_far(seed):
+    import random
+
+    from maslab.analysis.stats import RunningAccuracy, clustered_interval
+
+    rng = random.Random(seed)
+    running, tallies = RunningAccuracy(), {}
+    skill = rng.choice([0.0, 0.3, 0.7, 1.0])  # 0 and 1: no spread between tasks
+    for _ in range(300):
+        task = f"t{rng.randrange(40)}"
+        correct = rng.random() < skill
+        running.add(task, correct)
+        tallies.setdefault(task, []).append(correct)
+        means = [sum(v) / len(v) for v in tallies.values()]
+        assert running.accuracy == pytest.approx(sum(means) / len(means), abs=1e-12)
+        expected = clustered_interval(means, sum(map(len, tallies.values())))
+        assert running.interval() == pytest.approx(expected, abs=1e-9)
