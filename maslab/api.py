@@ -27,6 +27,7 @@ from maslab.core.method import Method
 from maslab.defaults import DEMO_MODEL
 from maslab.errors import ConfigError, MaslabError
 from maslab.harness.configure import configure
+from maslab.harness.heap import steady_heap
 from maslab.harness.options import RunKeywords, RunOptions
 from maslab.harness.runner import RunConfig, Runner
 
@@ -254,7 +255,8 @@ def _run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
+        with steady_heap():
+            return asyncio.run(coroutine)
     running: concurrent.futures.Future[Callable[[], object]] = concurrent.futures.Future()
 
     async def main() -> T:
@@ -264,7 +266,8 @@ def _run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
         return await coroutine
 
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="maslab") as worker:
-        outcome = worker.submit(asyncio.run, main())
+        with steady_heap():  # the caller's thread waits: no object of its is made meanwhile
+            outcome = worker.submit(asyncio.run, main())
         try:
             return outcome.result()
         except KeyboardInterrupt:

@@ -21,8 +21,9 @@ from types import FrameType
 from typing import NoReturn
 
 from maslab.cli.commands import COMMANDS
-from maslab.cli.console import Parser, RunStopped, Terminated, plain_text, steady_heap
+from maslab.cli.console import Parser, RunStopped, Terminated, plain_text
 from maslab.errors import MaslabError, RunFailed
+from maslab.harness.heap import steady_heap
 from maslab.plugins import import_module
 from maslab.secrets import redact
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import argparse
 import errno
-import gc
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -68,27 +66,6 @@ def plain_text(text: str) -> str:
         return target.rpartition(".")[2] if short else target
 
     return _RST.sub(text_of, text)
-
-
-# new objects between young collections while a command works (Python's default is 700)
-YOUNG_GENERATION = 50_000
-
-
-@contextmanager
-def steady_heap() -> Iterator[None]:
-    """While a command works, the cyclic garbage collector leaves alone what was built before
-    (modules, classes; a run's tasks: frozen) and runs less often. At its default pace it took
-    a tenth of a 256-task debate's CPU, over a quarter at 1,500 tasks and 512 calls in flight
-    (under a twentieth with this), and a third of reading a 50,000-sample run's records and
-    summing them up. Restored afterwards."""
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(YOUNG_GENERATION, *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
 
 
 class Terminated(KeyboardInterrupt):

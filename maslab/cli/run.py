@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from maslab.cli.commands import about
-from maslab.cli.console import COUNT, RunStopped, console, import_option, steady_heap
+from maslab.cli.console import COUNT, RunStopped, console, import_option
 from maslab.cli.run_flags import FLAGS as RUN_FLAGS
 from maslab.cli.run_flags import add_run_flags, run_keywords
 from maslab.defaults import DEMO_MODEL
+from maslab.harness.heap import steady_heap
 
 if TYPE_CHECKING:
     from maslab.analysis.run_result import RunResult

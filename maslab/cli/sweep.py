@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from maslab import defaults
 from maslab.cli.commands import about
-from maslab.cli.console import COUNT, RunStopped, console, import_option, steady_heap
+from maslab.cli.console import COUNT, RunStopped, console, import_option
 from maslab.cli.run import (
     backend_options,
     cluster,
@@ -23,6 +23,7 @@ from maslab.cli.run import (
     print_summary,
 )
 from maslab.errors import ConfigError, MaslabError
+from maslab.harness.heap import steady_heap
 
 if TYPE_CHECKING:
     from rich.progress import Progress

@@ -8,7 +8,7 @@ import gc
 import pytest
 
 from maslab.cli import main
-from maslab.cli.console import YOUNG_GENERATION
+from maslab.harness.heap import YOUNG_GENERATION
 from maslab.harness.runner import Runner
 
 pytestmark = pytest.mark.system
@@ -63,5 +63,25 @@ def test_a_reading_command_runs_on_a_steady_heap_too(tmp_path, monkeypatch):
     )
     before = (gc.get_freeze_count(), gc.get_threshold())
     assert main(["show", str(run)]) == 0
+    assert seen and seen[0][0] > 0 and seen[0][1] == YOUNG_GENERATION
+    assert (gc.get_freeze_count(), gc.get_threshold()) == before
+
+
+def test_a_blocking_evaluate_runs_on_a_steady_heap(tmp_path, monkeypatch):
+    import maslab
+
+    seen: list[tuple[int, int]] = []
+    run = Runner.run_pending
+
+    async def watched(self: Runner):  # type: ignore[no-untyped-def]
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+        return await run(self)
+
+    monkeypatch.setattr(Runner, "run_pending", watched)
+    before = (gc.get_freeze_count(), gc.get_threshold())
+    result = maslab.evaluate(
+        "vanilla", "arith", "scripted:echo", limit=2, cache=False, out=tmp_path / "run"
+    )
+    assert result.summary.n == 2
     assert seen and seen[0][0] > 0 and seen[0][1] == YOUNG_GENERATION
     assert (gc.get_freeze_count(), gc.get_threshold()) == before
