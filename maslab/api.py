@@ -265,9 +265,12 @@ def _run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
         running.set_result(lambda: loop.call_soon_threadsafe(cancel))
         return await coroutine
 
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="maslab") as worker:
-        with steady_heap():  # the caller's thread waits: no object of its is made meanwhile
-            outcome = worker.submit(asyncio.run, main())
+    # the caller's thread waits on the run: no object of its is made meanwhile
+    with (
+        concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="maslab") as worker,
+        steady_heap(),
+    ):
+        outcome = worker.submit(asyncio.run, main())
         try:
             return outcome.result()
         except KeyboardInterrupt:

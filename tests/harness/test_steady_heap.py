@@ -67,7 +67,10 @@ def test_a_reading_command_runs_on_a_steady_heap_too(tmp_path, monkeypatch):
     assert (gc.get_freeze_count(), gc.get_threshold()) == before
 
 
-def test_a_blocking_evaluate_runs_on_a_steady_heap(tmp_path, monkeypatch):
+@pytest.mark.parametrize("caller", ["plain code", "a running event loop"])
+def test_a_blocking_evaluate_runs_on_a_steady_heap(tmp_path, monkeypatch, caller):
+    import asyncio
+
     import maslab
 
     seen: list[tuple[int, int]] = []
@@ -79,9 +82,16 @@ def test_a_blocking_evaluate_runs_on_a_steady_heap(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Runner, "run_pending", watched)
     before = (gc.get_freeze_count(), gc.get_threshold())
-    result = maslab.evaluate(
-        "vanilla", "arith", "scripted:echo", limit=2, cache=False, out=tmp_path / "run"
-    )
+
+    def evaluate() -> maslab.RunResult:
+        return maslab.evaluate(
+            "vanilla", "arith", "scripted:echo", limit=2, cache=False, out=tmp_path / "run"
+        )
+
+    async def in_a_loop() -> maslab.RunResult:  # a notebook's cell: the run goes on a thread
+        return evaluate()
+
+    result = evaluate() if caller == "plain code" else asyncio.run(in_a_loop())
     assert result.summary.n == 2
     assert seen and seen[0][0] > 0 and seen[0][1] == YOUNG_GENERATION
     assert (gc.get_freeze_count(), gc.get_threshold()) == before
