@@ -186,13 +186,14 @@ def outcomes_by_task(
 ) -> dict[str, list[bool]]:
     """task_id -> correctness of each of its records (``verdicts``, one per record in order; by
     default the scores')."""
+    pairs = (
+        ((r, r.correct) for r in records)
+        if verdicts is None
+        else zip(records, verdicts, strict=True)
+    )
     outcomes: dict[str, list[bool]] = defaultdict(list)
-    if verdicts is None:
-        for r in records:
-            outcomes[r.task_id].append(r.correct)
-    else:
-        for r, verdict in zip(records, verdicts, strict=True):
-            outcomes[r.task_id].append(verdict)
+    for r, verdict in pairs:
+        outcomes[r.task_id].append(verdict)
     return dict(outcomes)
 
 

@@ -23,9 +23,9 @@ from maslab.errors import ConfigError
 
 
 def _csv(rows: list[dict[str, Any]]) -> bytes:
-    text = io.StringIO(newline="")
     from maslab.analysis.run_result import SAMPLE_COLUMNS
 
+    text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=list(SAMPLE_COLUMNS))
     writer.writeheader()
     writer.writerows(rows)
@@ -37,14 +37,14 @@ def _jsonl(rows: list[dict[str, Any]]) -> bytes:
 
 
 def _parquet(rows: list[dict[str, Any]]) -> bytes:
+    from maslab.analysis.run_result import SAMPLE_COLUMNS
+
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise ConfigError("writing parquet needs pyarrow: pip install 'maslab[hf]'") from None
     types = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
-    from maslab.analysis.run_result import SAMPLE_COLUMNS
-
     schema = pa.schema([(name, types[kind]) for name, kind in SAMPLE_COLUMNS.items()])
     buffer = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), buffer)

@@ -1,5 +1,5 @@
-"""`maslab run` and `maslab sweep` keep the cyclic garbage collector off start-up's objects
-while they run."""
+"""`maslab` commands and a blocking `maslab.evaluate` keep the cyclic garbage collector off
+start-up's objects while they work."""
 
 from __future__ import annotations
 
@@ -13,6 +13,25 @@ from maslab.harness.runner import Runner
 
 pytestmark = pytest.mark.system
 
+
+def _heap() -> tuple[int, int]:
+    """The objects frozen and the young generation's threshold, now."""
+    return gc.get_freeze_count(), gc.get_threshold()[0]
+
+
+def _watch_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The heap as each run starts its samples, noted in the list returned."""
+    seen: list[tuple[int, int]] = []
+    run = Runner.run_pending
+
+    async def watched(self: Runner) -> None:
+        seen.append(_heap())
+        await run(self)
+
+    monkeypatch.setattr(Runner, "run_pending", watched)
+    return seen
+
+
 SWEEP = """out: {out}
 models: [scripted:echo]
 methods: [vanilla, cot]
@@ -24,14 +43,7 @@ cache: false
 
 @pytest.mark.parametrize("command", ["run", "sweep"])
 def test_runs_freeze_start_up_objects_and_collect_less_often(tmp_path, monkeypatch, command):
-    seen: list[tuple[int, int]] = []
-    run = Runner.run_pending
-
-    async def watched(self: Runner):  # type: ignore[no-untyped-def]
-        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
-        return await run(self)
-
-    monkeypatch.setattr(Runner, "run_pending", watched)
+    seen = _watch_runs(monkeypatch)
     before = (gc.get_freeze_count(), gc.get_threshold())
     if command == "run":
         argv = ["run", "--method", "vanilla", "--benchmark", "arith", "--limit", "2", "--model",
@@ -57,9 +69,7 @@ def test_a_reading_command_runs_on_a_steady_heap_too(tmp_path, monkeypatch):
     monkeypatch.setattr(
         show,
         "show_run",
-        lambda *a, **k: (
-            seen.append((gc.get_freeze_count(), gc.get_threshold()[0])) or real(*a, **k)
-        ),
+        lambda *a, **k: seen.append(_heap()) or real(*a, **k),
     )
     before = (gc.get_freeze_count(), gc.get_threshold())
     assert main(["show", str(run)]) == 0
@@ -73,14 +83,7 @@ def test_a_blocking_evaluate_runs_on_a_steady_heap(tmp_path, monkeypatch, caller
 
     import maslab
 
-    seen: list[tuple[int, int]] = []
-    run = Runner.run_pending
-
-    async def watched(self: Runner):  # type: ignore[no-untyped-def]
-        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
-        return await run(self)
-
-    monkeypatch.setattr(Runner, "run_pending", watched)
+    seen = _watch_runs(monkeypatch)
     before = (gc.get_freeze_count(), gc.get_threshold())
 
     def evaluate() -> maslab.RunResult:
